@@ -1,0 +1,52 @@
+"""Entry point of the `kraftpy` command.
+
+Every module in this package that defines `add_parser(subparsers)` contributes one subcommand;
+the parser it adds sets `func`, called with the parsed args and returning the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from collections.abc import Sequence
+
+import kraftpy.cli as cli_pkg
+
+
+class UserError(Exception):
+    """Bad input from the person at the terminal: printed as one line, exit code 2, no traceback."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kraftpy",
+        description="Admin tools for kraftpy, a KRaft controller and JBOD broker model.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "main":
+            continue
+        module = importlib.import_module(f"kraftpy.cli.{info.name}")
+        add = getattr(module, "add_parser", None)
+        if add is not None:
+            add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.func(args)
+    except UserError as e:
+        print(f"kraftpy {args.command}: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return int(code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
