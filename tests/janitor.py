@@ -1,0 +1,46 @@
+"""Clear what a crashed earlier test run may have left: kraftpy processes, mounts, loop devices.
+
+Runs before the suite in CI (`python -m tests.janitor`); scoped to kraftpy's own names so it never
+touches anything else on the machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+PROCESS_MARKERS = (b"kraftpy-controller", b"kraftpy-broker", b"controller.main", b"broker.main")
+
+
+def kill_stray_processes() -> list[int]:
+    killed = []
+    me = os.getpid()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) == me:
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if any(m in cmdline for m in PROCESS_MARKERS):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(int(proc.name), signal.SIGKILL)
+                killed.append(int(proc.name))
+    return killed
+
+
+def main() -> None:
+    killed = kill_stray_processes()
+    if killed:
+        print(f"janitor: killed stray kraftpy processes {killed}")
+    try:
+        from kraftpy.disk import cleanup_leftovers  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    cleanup_leftovers()
+
+
+if __name__ == "__main__":
+    main()
