@@ -1,0 +1,437 @@
+"""Record batch v2 (magic 2), the on-disk and on-wire unit of Kafka logs, as KRaft writes it.
+
+Layout (reference 8.2): a 61-byte header, then the records. The CRC is CRC-32C over everything
+from Attributes to the end of the batch; PartitionLeaderEpoch sits before it and is not covered.
+Only uncompressed batches are read: KRaft never compresses its metadata log.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias
+
+from crc32c import crc32c
+
+from protocol.varint import (
+    VarintError,
+    decode_varint,
+    decode_varlong,
+    encode_varint,
+    encode_varlong,
+)
+
+if TYPE_CHECKING:
+    from protocol.framing import ApiMessageAndVersion
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+MAGIC = 2
+LOG_OVERHEAD = 12  # BaseOffset + Length: the part of the header that Length does not count
+BATCH_OVERHEAD = 61
+CRC_START = 21  # Attributes: first byte the CRC covers
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG = 0x10
+CONTROL_FLAG = 0x20
+DELETE_HORIZON_FLAG = 0x40
+COMPRESSION_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+# BaseOffset, Length, PartitionLeaderEpoch, Magic, CRC, Attributes, LastOffsetDelta,
+# BaseTimestamp, MaxTimestamp, ProducerId, ProducerEpoch, BaseSequence, RecordsCount
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_AFTER_CRC = struct.Struct(">hiqqqhii")
+_PREFIX = struct.Struct(">qiib")
+_NULL_LENGTH = encode_varint(-1)
+_ZERO = b"\x00"
+assert _HEADER.size == BATCH_OVERHEAD
+
+
+class CorruptBatchError(Exception):
+    """A batch that cannot be read: bad CRC, bad magic, bad lengths or records.
+
+    `offset_in_file` is the byte position of the batch in the buffer given (the file offset when
+    the buffer is a whole file); `reason` says what is wrong.
+    """
+
+    def __init__(self, offset_in_file: int, reason: str) -> None:
+        super().__init__(f"corrupt record batch at file position {offset_in_file}: {reason}")
+        self.offset_in_file = offset_in_file
+        self.reason = reason
+
+
+class TruncatedBatchError(CorruptBatchError):
+    """The buffer ends before the batch does: what a torn write leaves at the tail of a segment."""
+
+
+@dataclass(slots=True)
+class Record:
+    """One record inside a v2 batch (DefaultRecord)."""
+
+    attributes: int = 0
+    timestamp_delta: int = 0
+    offset_delta: int = 0
+    key: bytes | None = None
+    value: bytes | None = None
+    headers: list[tuple[str, bytes | None]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class RecordBatch:
+    """Every header field of a v2 batch plus its records.
+
+    `crc` is the stored checksum when decoded (encode_batch always computes a fresh one);
+    `length` is the stored Length field, or -1 for a batch built in memory.
+    """
+
+    base_offset: int = 0
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH
+    magic: int = MAGIC
+    crc: int = 0
+    attributes: int = 0
+    last_offset_delta: int = -1
+    base_timestamp: int = -1
+    max_timestamp: int = -1
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    base_sequence: int = NO_SEQUENCE
+    records: list[Record] = field(default_factory=list)
+    length: int = -1
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def size(self) -> int:
+        """Bytes the batch takes in a log: the stored size, or what encode_batch would write."""
+        if self.length >= 0:
+            return self.length + LOG_OVERHEAD
+        return len(encode_batch(self))
+
+
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of a batch, read without touching its records."""
+
+    base_offset: int
+    length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        return self.length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG)
+
+
+def read_batch_header(buf: Buffer, pos: int = 0) -> BatchHeader:
+    """Parse the header at `pos` and check that the whole batch is in `buf`, without a CRC check.
+
+    Raises TruncatedBatchError when `buf` ends early, CorruptBatchError for an impossible
+    length or a magic other than 2.
+    """
+    available = len(buf) - pos
+    if available < LOG_OVERHEAD + 5:
+        raise TruncatedBatchError(pos, f"only {available} bytes left, less than a batch header")
+    base_offset, length, _epoch, magic = _PREFIX.unpack_from(buf, pos)
+    if magic != MAGIC:
+        raise CorruptBatchError(pos, f"magic is {magic}, only record batch v2 (magic 2) is supported")
+    if length < BATCH_OVERHEAD - LOG_OVERHEAD:
+        raise CorruptBatchError(pos, f"batch length {length} is smaller than the v2 header")
+    if available < length + LOG_OVERHEAD:
+        raise TruncatedBatchError(
+            pos, f"batch of {length + LOG_OVERHEAD} bytes but only {available} bytes left"
+        )
+    return BatchHeader._make(_HEADER.unpack_from(buf, pos))
+
+
+def _read_records(buf: bytes, pos: int, end: int, count: int, batch_pos: int) -> list[Record]:
+    records: list[Record] = []
+    append = records.append
+    for i in range(count):
+        if pos >= end:
+            raise CorruptBatchError(batch_pos, f"header says {count} records but the batch holds {i}")
+        size, pos = decode_varint(buf, pos)
+        rec_end = pos + size
+        if size < 6 or rec_end > end:
+            raise CorruptBatchError(batch_pos, f"record {i} has impossible length {size}")
+        attributes = buf[pos]
+        b = buf[pos + 1]
+        if b < 0x80:
+            ts_delta = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            ts_delta, pos = decode_varlong(buf, pos + 1)
+        b = buf[pos]
+        if b < 0x80:
+            offset_delta = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            offset_delta, pos = decode_varint(buf, pos)
+        n, pos = decode_varint(buf, pos)
+        if n < 0:
+            key = None
+        else:
+            key = buf[pos : pos + n]
+            pos += n
+        n, pos = decode_varint(buf, pos)
+        if n < 0:
+            value = None
+        else:
+            value = buf[pos : pos + n]
+            pos += n
+        header_count, pos = decode_varint(buf, pos)
+        headers: list[tuple[str, bytes | None]] = []
+        for _ in range(header_count):
+            n, pos = decode_varint(buf, pos)
+            if n < 0:
+                raise CorruptBatchError(batch_pos, f"record {i} has a header with a null key")
+            hkey = buf[pos : pos + n].decode("utf-8")
+            pos += n
+            n, pos = decode_varint(buf, pos)
+            if n < 0:
+                headers.append((hkey, None))
+            else:
+                headers.append((hkey, buf[pos : pos + n]))
+                pos += n
+        if pos != rec_end:
+            raise CorruptBatchError(
+                batch_pos, f"record {i} declares {size} bytes but its fields take {size + pos - rec_end}"
+            )
+        append(Record(attributes, ts_delta, offset_delta, key, value, headers))
+    if pos != end:
+        raise CorruptBatchError(batch_pos, f"{end - pos} bytes left over after {count} records")
+    return records
+
+
+def decode_batch(buf: Buffer, pos: int = 0, verify_crc: bool = True) -> RecordBatch:
+    """Decode the whole batch at `pos`. Errors name `pos`, the batch's position in `buf`."""
+    h = read_batch_header(buf, pos)
+    end = pos + h.length + LOG_OVERHEAD
+    if verify_crc:
+        actual = crc32c(memoryview(buf)[pos + CRC_START : end])
+        if actual != h.crc:
+            raise CorruptBatchError(pos, f"CRC-32C mismatch: stored {h.crc:#010x}, computed {actual:#010x}")
+    compression = h.attributes & COMPRESSION_MASK
+    if compression:
+        name = COMPRESSION_NAMES.get(compression, str(compression))
+        raise CorruptBatchError(pos, f"compressed batches ({name}) are not supported")
+    if h.records_count < 0:
+        raise CorruptBatchError(pos, f"negative record count {h.records_count}")
+    body = bytes(memoryview(buf)[pos + BATCH_OVERHEAD : end])
+    try:
+        records = _read_records(body, 0, len(body), h.records_count, pos)
+    except (VarintError, IndexError, UnicodeDecodeError) as e:
+        raise CorruptBatchError(pos, f"unreadable record: {e}") from None
+    return RecordBatch(
+        base_offset=h.base_offset,
+        partition_leader_epoch=h.partition_leader_epoch,
+        magic=h.magic,
+        crc=h.crc,
+        attributes=h.attributes,
+        last_offset_delta=h.last_offset_delta,
+        base_timestamp=h.base_timestamp,
+        max_timestamp=h.max_timestamp,
+        producer_id=h.producer_id,
+        producer_epoch=h.producer_epoch,
+        base_sequence=h.base_sequence,
+        records=records,
+        length=h.length,
+    )
+
+
+def iter_batches(buf: Buffer, pos: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
+    """Every batch from `pos` to the end of `buf`; a partial batch at the end raises TruncatedBatchError."""
+    end = len(buf)
+    while pos < end:
+        batch = decode_batch(buf, pos, verify_crc)
+        pos += batch.length + LOG_OVERHEAD
+        yield batch
+
+
+def iter_batch_positions(buf: Buffer, pos: int = 0) -> Iterator[tuple[int, BatchHeader]]:
+    """(position, header) of every batch, reading headers only: the cheap way to scan a segment."""
+    end = len(buf)
+    while pos < end:
+        h = read_batch_header(buf, pos)
+        yield pos, h
+        pos += h.length + LOG_OVERHEAD
+
+
+def _encode_record(rec: Record) -> bytes:
+    parts = [
+        bytes((rec.attributes & 0xFF,)),
+        encode_varlong(rec.timestamp_delta),
+        encode_varint(rec.offset_delta),
+    ]
+    for blob in (rec.key, rec.value):
+        if blob is None:
+            parts.append(_NULL_LENGTH)
+        else:
+            parts.append(encode_varint(len(blob)))
+            parts.append(blob)
+    parts.append(encode_varint(len(rec.headers)))
+    for hkey, hvalue in rec.headers:
+        raw_key = hkey.encode("utf-8")
+        parts.append(encode_varint(len(raw_key)))
+        parts.append(raw_key)
+        if hvalue is None:
+            parts.append(_NULL_LENGTH)
+        else:
+            parts.append(encode_varint(len(hvalue)))
+            parts.append(hvalue)
+    body = b"".join(parts)
+    return encode_varint(len(body)) + body
+
+
+def _frame(
+    base_offset: int,
+    partition_leader_epoch: int,
+    after_crc_fields: tuple[int, ...],
+    records_bytes: bytes,
+) -> bytes:
+    tail = _AFTER_CRC.pack(*after_crc_fields) + records_bytes
+    length = BATCH_OVERHEAD - LOG_OVERHEAD + len(records_bytes)
+    return _PREFIX.pack(base_offset, length, partition_leader_epoch, MAGIC) + struct.pack(">I", crc32c(tail)) + tail
+
+
+def encode_batch(batch: RecordBatch) -> bytes:
+    """The batch as bytes with a freshly computed Length and CRC; a decoded batch re-encodes byte for byte."""
+    if batch.magic != MAGIC:
+        raise ValueError(f"only record batch v2 (magic 2) can be written, not magic {batch.magic}")
+    if batch.attributes & COMPRESSION_MASK:
+        raise ValueError("compressed batches cannot be written")
+    records_bytes = b"".join([_encode_record(r) for r in batch.records])
+    fields = (
+        batch.attributes,
+        batch.last_offset_delta,
+        batch.base_timestamp,
+        batch.max_timestamp,
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        len(batch.records),
+    )
+    return _frame(batch.base_offset, batch.partition_leader_epoch, fields, records_bytes)
+
+
+def _simple_records(values: Sequence[tuple[bytes | None, bytes]]) -> bytes:
+    """Records with timestamp delta 0 and consecutive offset deltas, as KRaft's BatchBuilder writes them."""
+    parts: list[bytes] = []
+    for i, (key, value) in enumerate(values):
+        key_part = _NULL_LENGTH if key is None else encode_varint(len(key)) + key
+        body = b"".join((_ZERO, _ZERO, encode_varint(i), key_part, encode_varint(len(value)), value, _ZERO))
+        parts.append(encode_varint(len(body)))
+        parts.append(body)
+    return b"".join(parts)
+
+
+def _kraft_batch(
+    base_offset: int,
+    leader_epoch: int,
+    timestamp_ms: int,
+    attributes: int,
+    values: Sequence[tuple[bytes | None, bytes]],
+) -> bytes:
+    if not values:
+        raise ValueError("a batch needs at least one record")
+    fields = (
+        attributes,
+        len(values) - 1,
+        timestamp_ms,
+        timestamp_ms,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        NO_SEQUENCE,
+        len(values),
+    )
+    return _frame(base_offset, leader_epoch, fields, _simple_records(values))
+
+
+def build_metadata_batch(
+    base_offset: int,
+    leader_epoch: int,
+    timestamp_ms: int,
+    records: Sequence[ApiMessageAndVersion],
+) -> bytes:
+    """A KRaft data batch: uncompressed, CreateTime, no producer, null keys, framed metadata records."""
+    from protocol.framing import encode_record
+
+    return _kraft_batch(base_offset, leader_epoch, timestamp_ms, 0, [(None, encode_record(r)) for r in records])
+
+
+def build_control_batch(
+    base_offset: int,
+    leader_epoch: int,
+    timestamp_ms: int,
+    control_records: Sequence[Any],
+) -> bytes:
+    """A KRaft control batch (Control=1, Transactional=0) of control records such as SnapshotHeaderRecord.
+
+    Each item is a control record instance (written at version 0, as Kafka does) or an
+    ApiMessageAndVersion wrapping one to pick its version.
+    """
+    from protocol.control_records import encode_control_record
+
+    values = [encode_control_record(r) for r in control_records]
+    return _kraft_batch(base_offset, leader_epoch, timestamp_ms, CONTROL_FLAG, values)
+
+
+def metadata_records(batch: RecordBatch) -> list[ApiMessageAndVersion]:
+    """The framed metadata records in a data batch (unknown types come back as UnknownRecord)."""
+    from protocol.framing import decode_record
+
+    if batch.is_control:
+        raise ValueError(f"batch at offset {batch.base_offset} is a control batch, not metadata records")
+    out = []
+    for r in batch.records:
+        if r.value is None:
+            raise ValueError(f"record at offset {batch.base_offset + r.offset_delta} has a null value")
+        out.append(decode_record(r.value))
+    return out
