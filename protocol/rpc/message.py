@@ -1,0 +1,213 @@
+"""Base class for RPC request/response models, with Kafka's per-field versions.
+
+Each field is declared with its Kafka name and type; a `versions(...)` marker in its Annotated
+metadata says which versions carry it (no marker means "0+"). Wire dicts (the msgpack or JSON
+body) are produced and checked against a version the way Kafka's generated code does:
+
+- encoding (`to_wire`): a field the version lacks is left out; if it holds a non-default value
+  that is an error unless the field is ignorable (Kafka: UnsupportedVersionException,
+  "Attempted to write a non-default X at version N"); tagged fields equal to their default are omitted;
+- decoding (`from_wire`): every non-tagged field the version has must be present (Kafka's JSON
+  converter: "unable to locate field X, which is mandatory in version N"); tagged ones default;
+  a field the version lacks is dropped if ignorable or default, and rejected otherwise, since
+  such a body could not have been encoded at that version. Unknown keys are ignored.
+
+Decoding failures raise KafkaError(INVALID_REQUEST), encoding failures KafkaError(UNSUPPORTED_VERSION).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from protocol.errors import Errors, KafkaError
+from protocol.uuid import Uuid
+
+Encoding = Literal["msgpack", "json"]
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """Kafka's version spec: "N+", "N-M", "N" or "none"."""
+
+    lowest: int
+    highest: int | None  # None: open-ended
+
+    @classmethod
+    def parse(cls, text: str) -> VersionRange:
+        text = text.strip()
+        if text == "none":
+            return cls(1, 0)
+        if text.endswith("+"):
+            return cls(int(text[:-1]), None)
+        if "-" in text:
+            lo, hi = text.split("-", 1)
+            return cls(int(lo), int(hi))
+        return cls(int(text), int(text))
+
+    def __contains__(self, version: object) -> bool:
+        if not isinstance(version, int):
+            return False
+        return version >= self.lowest and (self.highest is None or version <= self.highest)
+
+    def __str__(self) -> str:
+        if self.highest is None:
+            return f"{self.lowest}+"
+        if self.highest < self.lowest:
+            return "none"
+        return f"{self.lowest}-{self.highest}" if self.highest != self.lowest else str(self.lowest)
+
+
+_NONE = VersionRange(1, 0)
+_ALL = VersionRange(0, None)
+
+
+@dataclass(frozen=True)
+class FieldVersions:
+    """Which versions carry a field, and how Kafka treats it outside them."""
+
+    versions: VersionRange = _ALL
+    ignorable: bool = False
+    tagged: VersionRange = _NONE
+    tag: int | None = None
+    nullable: VersionRange = _NONE
+
+
+def versions(
+    spec: str = "0+",
+    *,
+    ignorable: bool = False,
+    tagged: str | None = None,
+    tag: int | None = None,
+    nullable: str | None = None,
+) -> FieldVersions:
+    """Annotated marker: `LogDirs: Annotated[list[Uuid], versions("2+", ignorable=True)]`."""
+    return FieldVersions(
+        versions=VersionRange.parse(spec),
+        ignorable=ignorable,
+        tagged=VersionRange.parse(tagged) if tagged else _NONE,
+        tag=tag,
+        nullable=VersionRange.parse(nullable) if nullable else _NONE,
+    )
+
+
+def _invalid(msg: str) -> KafkaError:
+    return KafkaError(Errors.INVALID_REQUEST, msg)
+
+
+def describe_validation_error(e: ValidationError) -> str:
+    """One line naming each bad field by its path, without pydantic's help URLs."""
+    parts = []
+    for err in e.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
+
+
+class RpcMessage(BaseModel):
+    """A Kafka request, response or nested struct. Fields are Kafka's names; omitted ones take Kafka's defaults."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", validate_assignment=False)
+
+    @classmethod
+    @cache
+    def field_versions(cls) -> dict[str, FieldVersions]:
+        out: dict[str, FieldVersions] = {}
+        for name, info in cls.model_fields.items():
+            fv = next((m for m in info.metadata if isinstance(m, FieldVersions)), FieldVersions())
+            out[name] = fv
+        return out
+
+    @classmethod
+    def field_default(cls, name: str) -> Any:
+        return cls.model_fields[name].get_default(call_default_factory=True)
+
+    # ---- encoding -------------------------------------------------------------------------------
+
+    def to_wire(self, version: int, encoding: Encoding = "json") -> dict[str, Any]:
+        """The body dict for `version`: Uuids as 16 bytes (msgpack) or 22-char text (json)."""
+        return self._to_wire(version, encoding, type(self).__name__)
+
+    def _to_wire(self, version: int, encoding: Encoding, path: str) -> dict[str, Any]:
+        cls = type(self)
+        out: dict[str, Any] = {}
+        for name, fv in cls.field_versions().items():
+            value = getattr(self, name)
+            default = cls.field_default(name)
+            if version not in fv.versions:
+                if value != default and not fv.ignorable:
+                    raise KafkaError(
+                        Errors.UNSUPPORTED_VERSION,
+                        f"Attempted to write a non-default {path}.{name} at version {version}",
+                    )
+                continue
+            if value is None and version not in fv.nullable:
+                raise KafkaError(
+                    Errors.UNSUPPORTED_VERSION, f"{path}.{name} is not nullable at version {version}"
+                )
+            if version in fv.tagged and value == default:
+                continue
+            out[name] = _dump(value, version, encoding, f"{path}.{name}")
+        return out
+
+    def to_json_dict(self, version: int | None = None) -> dict[str, Any]:
+        """Kafka field names, Uuids as text; fields absent at `version` left out when one is given."""
+        if version is None:
+            return self.model_dump(mode="json")
+        return self.to_wire(version, "json")
+
+    # ---- decoding -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_wire(cls, data: Any, version: int) -> Self:
+        """Validate a decoded body for `version`; raises KafkaError(INVALID_REQUEST) on any problem."""
+        if not isinstance(data, dict):
+            raise _invalid(f"{cls.__name__} body must be a map of field names, got {type(data).__name__}")
+        try:
+            msg = cls.model_validate(data)
+        except ValidationError as e:
+            raise _invalid(describe_validation_error(e)) from None
+        msg._check_version(version, cls.__name__)
+        return msg
+
+    def _check_version(self, version: int, path: str) -> None:
+        cls = type(self)
+        present = self.model_fields_set
+        for name, fv in cls.field_versions().items():
+            value = getattr(self, name)
+            if version in fv.versions:
+                if name not in present and version not in fv.tagged:
+                    raise _invalid(f"{path}: unable to locate field '{name}', which is mandatory in version {version}")
+                if value is None and version not in fv.nullable:
+                    raise _invalid(f"{path}.{name}: null is not allowed at version {version}")
+                _check_nested(value, version, f"{path}.{name}")
+            elif name in present:
+                default = cls.field_default(name)
+                if value != default:
+                    if not fv.ignorable:
+                        raise _invalid(f"{path}.{name} does not exist in version {version} and carries a non-default value")
+                    # Kafka drops ignorable fields a version lacks; do the same so handlers never see them.
+                    setattr(self, name, default)
+                    self.model_fields_set.discard(name)
+
+
+def _dump(value: Any, version: int, encoding: Encoding, path: str) -> Any:
+    if isinstance(value, RpcMessage):
+        return value._to_wire(version, encoding, path)
+    if isinstance(value, Uuid):
+        return value.bytes if encoding == "msgpack" else str(value)
+    if isinstance(value, list):
+        return [_dump(v, version, encoding, f"{path}[{i}]") for i, v in enumerate(value)]
+    return value
+
+
+def _check_nested(value: Any, version: int, path: str) -> None:
+    if isinstance(value, RpcMessage):
+        value._check_version(version, path)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            if isinstance(v, RpcMessage):
+                v._check_version(version, f"{path}[{i}]")
