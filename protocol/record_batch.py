@@ -179,7 +179,7 @@ def read_batch_header(buf: Buffer, pos: int = 0) -> BatchHeader:
     available = len(buf) - pos
     if available < LOG_OVERHEAD + 5:
         raise TruncatedBatchError(pos, f"only {available} bytes left, less than a batch header")
-    base_offset, length, _epoch, magic = _PREFIX.unpack_from(buf, pos)
+    _base_offset, length, _epoch, magic = _PREFIX.unpack_from(buf, pos)
     if magic != MAGIC:
         raise CorruptBatchError(pos, f"magic is {magic}, only record batch v2 (magic 2) is supported")
     if length < BATCH_OVERHEAD - LOG_OVERHEAD:
@@ -338,7 +338,11 @@ def _frame(
 ) -> bytes:
     tail = _AFTER_CRC.pack(*after_crc_fields) + records_bytes
     length = BATCH_OVERHEAD - LOG_OVERHEAD + len(records_bytes)
-    return _PREFIX.pack(base_offset, length, partition_leader_epoch, MAGIC) + struct.pack(">I", crc32c(tail)) + tail
+    return (
+        _PREFIX.pack(base_offset, length, partition_leader_epoch, MAGIC)
+        + struct.pack(">I", crc32c(tail))
+        + tail
+    )
 
 
 def encode_batch(batch: RecordBatch) -> bytes:
@@ -403,7 +407,9 @@ def build_metadata_batch(
     """A KRaft data batch: uncompressed, CreateTime, no producer, null keys, framed metadata records."""
     from protocol.framing import encode_record
 
-    return _kraft_batch(base_offset, leader_epoch, timestamp_ms, 0, [(None, encode_record(r)) for r in records])
+    return _kraft_batch(
+        base_offset, leader_epoch, timestamp_ms, 0, [(None, encode_record(r)) for r in records]
+    )
 
 
 def build_control_batch(
