@@ -19,11 +19,11 @@ class AssignReplicasToDirsRequest(RpcMessage):
 
     class TopicData(RpcMessage):
         TopicId: Uuid = _Uuid.ZERO
-        Partitions: "list[AssignReplicasToDirsRequest.PartitionData]" = Field(default_factory=list)
+        Partitions: list[AssignReplicasToDirsRequest.PartitionData] = Field(default_factory=list)
 
     class DirectoryData(RpcMessage):
         Id: Uuid = _Uuid.ZERO
-        Topics: "list[AssignReplicasToDirsRequest.TopicData]" = Field(default_factory=list)
+        Topics: list[AssignReplicasToDirsRequest.TopicData] = Field(default_factory=list)
 
     BrokerId: Int32 = 0
     BrokerEpoch: Int64 = -1
@@ -37,11 +37,11 @@ class AssignReplicasToDirsResponse(RpcMessage):
 
     class TopicData(RpcMessage):
         TopicId: Uuid = _Uuid.ZERO
-        Partitions: "list[AssignReplicasToDirsResponse.PartitionData]" = Field(default_factory=list)
+        Partitions: list[AssignReplicasToDirsResponse.PartitionData] = Field(default_factory=list)
 
     class DirectoryData(RpcMessage):
         Id: Uuid = _Uuid.ZERO
-        Topics: "list[AssignReplicasToDirsResponse.TopicData]" = Field(default_factory=list)
+        Topics: list[AssignReplicasToDirsResponse.TopicData] = Field(default_factory=list)
 
     ThrottleTimeMs: Int32 = 0
     ErrorCode: Int16 = 0

@@ -180,7 +180,9 @@ class RpcMessage(BaseModel):
             value = getattr(self, name)
             if version in fv.versions:
                 if name not in present and version not in fv.tagged:
-                    raise _invalid(f"{path}: unable to locate field '{name}', which is mandatory in version {version}")
+                    raise _invalid(
+                        f"{path}: unable to locate field '{name}', which is mandatory in version {version}"
+                    )
                 if value is None and version not in fv.nullable:
                     raise _invalid(f"{path}.{name}: null is not allowed at version {version}")
                 _check_nested(value, version, f"{path}.{name}")
@@ -188,7 +190,9 @@ class RpcMessage(BaseModel):
                 default = cls.field_default(name)
                 if value != default:
                     if not fv.ignorable:
-                        raise _invalid(f"{path}.{name} does not exist in version {version} and carries a non-default value")
+                        raise _invalid(
+                            f"{path}.{name} does not exist in version {version} and carries a non-default value"
+                        )
                     # Kafka drops ignorable fields a version lacks; do the same so handlers never see them.
                     setattr(self, name, default)
                     self.model_fields_set.discard(name)

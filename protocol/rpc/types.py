@@ -50,7 +50,9 @@ def _from_uuid(value: _Uuid, info: SerializationInfo) -> Any:
 class _UuidSchema:
     """Annotated marker teaching pydantic how to validate and serialize protocol.uuid.Uuid."""
 
-    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+    def __get_pydantic_core_schema__(
+        self, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
         return core_schema.no_info_plain_validator_function(
             _to_uuid,
             serialization=core_schema.plain_serializer_function_ser_schema(
