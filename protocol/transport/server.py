@@ -1,0 +1,246 @@
+"""The aiohttp side of the RPC transport: `POST /rpc/<ApiName>`, `GET /healthz`, `GET /metrics`.
+
+A process builds the app with its handlers, may add handlers or routes of its own before starting it,
+and may install a health hook reporting readiness. Failures reach the caller as Kafka error codes:
+
+- the request itself is bad (not msgpack/JSON, wrong field type, missing field, bad version header):
+  HTTP 400, body `{"ErrorCode": 42, "ErrorMessage": ...}` in the request's encoding (JSON if unknown);
+- an API this process does not serve: HTTP 404, same body shape;
+- a version the API does not support: HTTP 400 with ErrorCode 35 (UNSUPPORTED_VERSION);
+- the handler raises KafkaError: HTTP 200, the API's error response (ErrorCode set, other fields
+  default), the message in the `Kafka-Error-Message` header;
+- the handler raises anything else: as above with UNKNOWN_SERVER_ERROR (-1); the traceback goes to
+  the server log only.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import structlog
+from aiohttp import web
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
+
+from protocol.errors import Errors, KafkaError
+from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
+from protocol.rpc.message import Encoding
+from protocol.transport import codec
+
+Handler = Callable[[Any, int], Awaitable[RpcMessage]]
+"""`async handler(request_model, api_version) -> response_model`."""
+
+HealthHook = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
+"""Returns details merged into /healthz; a "status" other than "ok" makes /healthz answer 503."""
+
+HANDLERS = web.AppKey("kraftpy_rpc_handlers", dict)
+SPECS = web.AppKey("kraftpy_rpc_specs", dict)
+REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
+HEALTH_HOOK = web.AppKey("kraftpy_health_hook", object)
+METRICS = web.AppKey("kraftpy_rpc_metrics", object)
+
+DEFAULT_MAX_BODY = 64 * 1024 * 1024
+
+log = structlog.get_logger("protocol.transport")
+
+
+class _RpcMetrics:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.requests = Counter(
+            "kraftpy_rpc_requests",
+            "RPC requests served, by api and result error code name",
+            ["api", "error"],
+            registry=registry,
+        )
+        self.latency = Histogram(
+            "kraftpy_rpc_request_seconds",
+            "Time from receiving an RPC body to sending its reply",
+            ["api"],
+            registry=registry,
+            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+
+
+def create_app(
+    handlers: Mapping[str, Handler] | None = None,
+    *,
+    specs: Mapping[str, ApiSpec] | None = None,
+    health: HealthHook | None = None,
+    registry: CollectorRegistry | None = None,
+    client_max_size: int = DEFAULT_MAX_BODY,
+) -> web.Application:
+    """An aiohttp app serving `handlers` ({api name: handler}) with /healthz and /metrics.
+
+    `registry` is this process's metrics registry (a fresh one by default, with process metrics);
+    other parts of the process register their metrics in `app[REGISTRY]`.
+    """
+    app = web.Application(client_max_size=client_max_size)
+    app[SPECS] = dict(API_SPECS if specs is None else specs)
+    app[HANDLERS] = {}
+    if registry is None:
+        registry = CollectorRegistry()
+        ProcessCollector(registry=registry)
+    app[REGISTRY] = registry
+    app[METRICS] = _RpcMetrics(registry)
+    app[HEALTH_HOOK] = health
+    for name, handler in (handlers or {}).items():
+        add_handler(app, name, handler)
+    app.router.add_post("/rpc/{api}", _rpc)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/metrics", _metrics)
+    return app
+
+
+def add_handler(app: web.Application, api: str, handler: Handler) -> None:
+    """Serve `api` (a name in the app's specs) with `handler`; may be called after the app started."""
+    if api not in app[SPECS]:
+        raise KeyError(f"unknown API {api!r}; known: {', '.join(sorted(app[SPECS]))}")
+    app[HANDLERS][api] = handler
+
+
+def set_health_hook(app: web.Application, hook: HealthHook | None) -> None:
+    app[HEALTH_HOOK] = hook
+
+
+def _error_body(code: Errors, message: str) -> dict[str, Any]:
+    return {"ErrorCode": int(code), "ErrorMessage": message}
+
+
+def _reply(
+    obj: Any, encoding: Encoding, status: int = 200, headers: Mapping[str, str] | None = None
+) -> web.Response:
+    return web.Response(
+        body=codec.encode(obj, encoding),
+        status=status,
+        content_type=codec.CONTENT_TYPES[encoding],
+        headers=headers,
+    )
+
+
+def _header_safe(text: str) -> str:
+    # Header values must be one latin-1 line.
+    flat = " ".join(text.split())
+    return flat.encode("latin-1", "replace").decode("latin-1")[:1000]
+
+
+async def _rpc(request: web.Request) -> web.Response:
+    app = request.app
+    api = request.match_info["api"]
+    metrics: _RpcMetrics = app[METRICS]
+    start = time.perf_counter()
+    encoding = codec.encoding_for(request.content_type) or "json"
+    outcome = Errors.NONE
+    try:
+        response, outcome = await _serve(request, api, encoding)
+        return response
+    finally:
+        label = api if api in app[SPECS] else "unknown"
+        metrics.requests.labels(label, outcome.name).inc()
+        metrics.latency.labels(label).observe(time.perf_counter() - start)
+
+
+async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[web.Response, Errors]:
+    app = request.app
+    spec: ApiSpec | None = app[SPECS].get(api)
+    handler = app[HANDLERS].get(api)
+    if spec is None or handler is None:
+        msg = f"this process does not serve API '{api}'; it serves: {', '.join(sorted(app[HANDLERS])) or 'none'}"
+        return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 404), Errors.INVALID_REQUEST
+
+    if codec.encoding_for(request.content_type) is None:
+        msg = f"Content-Type must be {codec.MSGPACK} or {codec.JSON}, got '{request.content_type}'"
+        return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 400), Errors.INVALID_REQUEST
+
+    try:
+        version = _requested_version(request, spec)
+        try:
+            body = await request.read()
+        except web.HTTPRequestEntityTooLarge as e:
+            raise KafkaError(Errors.INVALID_REQUEST, f"body larger than {e.max_size} bytes") from None
+        req = spec.request_model.from_wire(codec.decode(body, encoding), version)
+    except KafkaError as e:
+        status = 400
+        return _reply(_error_body(e.code, e.message or e.code.name), encoding, status), e.code
+
+    headers: dict[str, str] = {codec.API_VERSION_HEADER: str(version)}
+    try:
+        resp = await handler(req, version)
+        if not isinstance(resp, spec.response_model):
+            raise TypeError(
+                f"handler for {api} returned {type(resp).__name__}, not {spec.response_model.__name__}"
+            )
+        wire = resp.to_wire(version, encoding)
+        code = Errors(getattr(resp, "ErrorCode", 0) or 0)
+    except KafkaError as e:
+        code = e.code
+        if e.message:
+            headers[codec.ERROR_MESSAGE_HEADER] = _header_safe(e.message)
+        wire = spec.error_response(code).to_wire(version, encoding)
+    except Exception:
+        log.exception("rpc handler failed", api=api, api_version=version)
+        code = Errors.UNKNOWN_SERVER_ERROR
+        headers[codec.ERROR_MESSAGE_HEADER] = "Unexpected server error"
+        wire = spec.error_response(code).to_wire(version, encoding)
+    return _reply(wire, encoding, 200, headers), code
+
+
+def _requested_version(request: web.Request, spec: ApiSpec) -> int:
+    raw = request.headers.get(codec.API_VERSION_HEADER)
+    if raw is None:
+        return spec.max_version
+    try:
+        version = int(raw.strip())
+    except ValueError:
+        raise KafkaError(
+            Errors.INVALID_REQUEST, f"{codec.API_VERSION_HEADER} must be an integer, got '{raw}'"
+        ) from None
+    spec.check_version(version)
+    return version
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    hook: HealthHook | None = request.app[HEALTH_HOOK]
+    body: dict[str, Any] = {"status": "ok"}
+    if hook is not None:
+        try:
+            details = hook()
+            if inspect.isawaitable(details):
+                details = await details
+            body.update(details)
+        except Exception as e:
+            log.exception("health hook failed")
+            body = {"status": "error", "error": f"{type(e).__name__}: {e}"}
+    return web.json_response(body, status=200 if body.get("status") == "ok" else 503, dumps=_json_dumps)
+
+
+def _json_dumps(obj: Any) -> str:
+    return json.dumps(obj, default=str)
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    data = generate_latest(request.app[REGISTRY])
+    resp = web.Response(body=data)
+    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return resp
+
+
+async def start_server(
+    app: web.Application, host: str = "127.0.0.1", port: int = 0
+) -> tuple[web.AppRunner, int]:
+    """Start serving `app`; returns the runner (call `await runner.cleanup()` to stop) and the bound port."""
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True)
+    await site.start()
+    bound = runner.addresses[-1][1] if port == 0 else port
+    return runner, bound
