@@ -1,0 +1,443 @@
+"""Kafka-style server config: a .properties file with Kafka's property names and defaults.
+
+Each known key is one field of `KafkaConfig`, named in snake_case, with the Kafka name as its alias:
+
+    log_dir_failure_timeout_ms: Long = Field(30000, alias="log.dir.failure.timeout.ms", ge=1)
+
+Adding a key is adding one such line (types below parse the way Kafka's ConfigDef does). Values
+are read with `cfg.log_dir_failure_timeout_ms` or `cfg.get("log.dir.failure.timeout.ms")`.
+A bad value raises ConfigError naming the key and the file; an unknown key is logged as a warning
+and kept in `cfg.originals`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import structlog
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
+
+from kraftpy.properties import PropertiesError, load_properties
+
+log = structlog.get_logger("kraftpy.config")
+
+
+class ConfigError(ValueError):
+    """A config that cannot be used; the message names the file and key."""
+
+
+# ---- value types parsed as Kafka's ConfigDef parses them ---------------------------------------------
+
+
+def _strip(v: Any) -> Any:
+    return v.strip() if isinstance(v, str) else v
+
+
+def _parse_bool(v: Any) -> Any:
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in ("true", "false"):
+            return s == "true"
+        raise ValueError("Expected value to be either true or false")
+    return v
+
+
+def _parse_list(v: Any) -> Any:
+    if isinstance(v, str):
+        s = v.strip()
+        return [] if not s else [item.strip() for item in s.split(",")]
+    return v
+
+
+def _parse_int(v: Any) -> Any:
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            raise ValueError("Not a number") from None
+    return v
+
+
+Int = Annotated[int, BeforeValidator(_parse_int), Field(ge=-(2**31), le=2**31 - 1)]
+Long = Annotated[int, BeforeValidator(_parse_int), Field(ge=-(2**63), le=2**63 - 1)]
+Bool = Annotated[bool, BeforeValidator(_parse_bool)]
+Str = Annotated[str, BeforeValidator(_strip)]
+CsvList = Annotated[list[str], BeforeValidator(_parse_list)]
+Role = Literal["broker", "controller"]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """A listener: `NAME://host:port`. An empty host means every interface."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        """Base URL of this endpoint's HTTP transport (loopback when bound to every interface)."""
+        host = self.host or "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
+        return f"http://{host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class QuorumVoter:
+    """One `id@host:port` entry of controller.quorum.voters."""
+
+    id: int
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+
+def _host_port(text: str, what: str) -> tuple[str, int]:
+    host, sep, port_s = text.rpartition(":")
+    if not sep:
+        raise ValueError(f"{what} '{text}' has no port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    try:
+        port = int(port_s)
+    except ValueError:
+        raise ValueError(f"{what} '{text}' has a bad port '{port_s}'") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"{what} '{text}' has a port out of range")
+    return host, port
+
+
+def parse_listeners(value: str | None) -> list[Endpoint]:
+    """Parse `NAME://host:port,...` (Kafka's listener syntax); names must be unique."""
+    out: list[Endpoint] = []
+    for item in _parse_list(value or ""):
+        name, sep, rest = item.partition("://")
+        if not sep or not name:
+            raise ValueError(f"listener '{item}' is not of the form NAME://host:port")
+        host, port = _host_port(rest, "listener")
+        name = name.upper()
+        if any(e.name == name for e in out):
+            raise ValueError(f"listener name {name} is given twice")
+        out.append(Endpoint(name, host, port))
+    return out
+
+
+def parse_quorum_voters(value: list[str]) -> list[QuorumVoter]:
+    """Parse controller.quorum.voters entries `id@host:port`."""
+    out: list[QuorumVoter] = []
+    for item in value:
+        id_s, sep, rest = item.partition("@")
+        if not sep:
+            raise ValueError(f"voter '{item}' is not of the form id@host:port")
+        try:
+            vid = int(id_s)
+        except ValueError:
+            raise ValueError(f"voter '{item}' has a non-numeric id") from None
+        host, port = _host_port(rest, "voter")
+        out.append(QuorumVoter(vid, host, port))
+    return out
+
+
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+"""Kafka's SecurityProtocol ids, as BrokerRegistration's Listener.SecurityProtocol carries them."""
+
+
+class KafkaConfig(BaseModel):
+    """Known Kafka server configs, with Kafka's defaults. Construct with `load_config` or `from_properties`."""
+
+    model_config = ConfigDict(populate_by_name=True, frozen=True, extra="ignore")
+
+    # -- KRaft identity and quorum (KRaftConfigs, QuorumConfig)
+    process_roles: CsvList = Field([], alias="process.roles")
+    node_id: Int = Field(-1, alias="node.id")
+    broker_id: Int = Field(-1, alias="broker.id")
+    controller_listener_names: CsvList | None = Field(None, alias="controller.listener.names")
+    controller_quorum_voters: CsvList = Field([], alias="controller.quorum.voters")
+    controller_quorum_bootstrap_servers: CsvList = Field([], alias="controller.quorum.bootstrap.servers")
+    controller_quorum_election_timeout_ms: Int = Field(1000, alias="controller.quorum.election.timeout.ms")
+    controller_quorum_fetch_timeout_ms: Int = Field(2000, alias="controller.quorum.fetch.timeout.ms")
+    controller_quorum_election_backoff_max_ms: Int = Field(
+        1000, alias="controller.quorum.election.backoff.max.ms"
+    )
+    controller_quorum_append_linger_ms: Int = Field(25, alias="controller.quorum.append.linger.ms")
+    controller_quorum_request_timeout_ms: Int = Field(2000, alias="controller.quorum.request.timeout.ms")
+    controller_quorum_retry_backoff_ms: Int = Field(20, alias="controller.quorum.retry.backoff.ms")
+
+    # -- listeners
+    listeners: Str = Field("PLAINTEXT://:9092", alias="listeners")
+    advertised_listeners: Str | None = Field(None, alias="advertised.listeners")
+    listener_security_protocol_map: CsvList = Field(
+        ["SASL_SSL:SASL_SSL", "PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT"],
+        alias="listener.security.protocol.map",
+    )
+    inter_broker_listener_name: Str | None = Field(None, alias="inter.broker.listener.name")
+    broker_rack: Str | None = Field(None, alias="broker.rack")
+
+    # -- log directories
+    log_dirs: Str | None = Field(None, alias="log.dirs")
+    log_dir: Str = Field("/tmp/kafka-logs", alias="log.dir")
+    metadata_log_dir: Str | None = Field(None, alias="metadata.log.dir")
+    num_replica_alter_log_dirs_threads: Int | None = Field(
+        None, alias="num.replica.alter.log.dirs.threads", ge=1
+    )
+
+    # -- broker lifecycle
+    broker_heartbeat_interval_ms: Int = Field(2000, alias="broker.heartbeat.interval.ms")
+    broker_session_timeout_ms: Int = Field(9000, alias="broker.session.timeout.ms")
+    initial_broker_registration_timeout_ms: Int = Field(60000, alias="initial.broker.registration.timeout.ms")
+    log_dir_failure_timeout_ms: Long = Field(30000, alias="log.dir.failure.timeout.ms", ge=1)
+    # kraftpy's own: how often a broker probes each online log dir for a failed disk.
+    log_dir_probe_interval_ms: Long = Field(1000, alias="log.dir.probe.interval.ms", ge=1)
+
+    # -- topics and replication
+    num_partitions: Int = Field(1, alias="num.partitions", ge=1)
+    default_replication_factor: Int = Field(1, alias="default.replication.factor", ge=1)
+    min_insync_replicas: Int = Field(1, alias="min.insync.replicas", ge=1)
+    replica_lag_time_max_ms: Long = Field(30000, alias="replica.lag.time.max.ms")
+    unclean_leader_election_enable: Bool = Field(False, alias="unclean.leader.election.enable")
+    eligible_leader_replicas_enable: Bool = Field(False, alias="eligible.leader.replicas.enable")
+
+    # -- metadata log
+    metadata_log_segment_bytes: Int = Field(1073741824, alias="metadata.log.segment.bytes", ge=12)
+    metadata_log_segment_min_bytes: Int = Field(
+        8 * 1024 * 1024, alias="metadata.log.segment.min.bytes", ge=12
+    )
+    metadata_log_segment_ms: Long = Field(604800000, alias="metadata.log.segment.ms", ge=1)
+    metadata_max_retention_bytes: Long = Field(104857600, alias="metadata.max.retention.bytes")
+    metadata_max_retention_ms: Long = Field(604800000, alias="metadata.max.retention.ms")
+    metadata_log_max_record_bytes_between_snapshots: Long = Field(
+        20971520, alias="metadata.log.max.record.bytes.between.snapshots", ge=1
+    )
+    metadata_log_max_snapshot_interval_ms: Long = Field(
+        3600000, alias="metadata.log.max.snapshot.interval.ms", ge=0
+    )
+    metadata_max_idle_interval_ms: Int = Field(500, alias="metadata.max.idle.interval.ms", ge=0)
+
+    # -- partition logs
+    log_segment_bytes: Int = Field(1073741824, alias="log.segment.bytes", ge=14)
+    log_roll_ms: Long | None = Field(None, alias="log.roll.ms", ge=1)
+    log_roll_hours: Int = Field(168, alias="log.roll.hours", ge=1)
+    log_retention_ms: Long | None = Field(None, alias="log.retention.ms")
+    log_retention_minutes: Int | None = Field(None, alias="log.retention.minutes")
+    log_retention_hours: Int = Field(168, alias="log.retention.hours")
+    log_retention_bytes: Long = Field(-1, alias="log.retention.bytes")
+
+    # -- ZooKeeper migration (KIP-866)
+    zookeeper_metadata_migration_enable: Bool = Field(False, alias="zookeeper.metadata.migration.enable")
+    zookeeper_connect: Str | None = Field(None, alias="zookeeper.connect")
+
+    # Every key from the file as given, known or not (Kafka's "originals").
+    _originals: dict[str, str] = PrivateAttr(default_factory=dict)
+    _source: str | None = PrivateAttr(default=None)
+
+    # ---- construction ----------------------------------------------------------------------------
+
+    @classmethod
+    def kafka_names(cls) -> dict[str, str]:
+        """Kafka property name -> attribute name."""
+        return {f.alias: name for name, f in cls.model_fields.items() if f.alias}
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str], source: str = "<config>") -> KafkaConfig:
+        """Validate properties; ConfigError names `source` and the key. Unknown keys are warned about."""
+        known = cls.kafka_names()
+        unknown = sorted(k for k in props if k not in known)
+        for key in unknown:
+            log.warning("unknown config key ignored", key=key, file=source)
+        try:
+            cfg = cls.model_validate({k: v for k, v in props.items() if k in known})
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            key = str(err["loc"][0]) if err["loc"] else "?"
+            value = props.get(key)
+            raise ConfigError(
+                f"{source}: invalid value {value!r} for configuration {key}: {err['msg']}"
+            ) from None
+        cfg._originals = dict(props)
+        cfg._source = source
+        try:
+            cfg._check()
+        except ValueError as e:
+            raise ConfigError(f"{source}: {e}") from None
+        return cfg
+
+    def _check(self) -> None:
+        """Checks across keys, and syntax of structured values, so later accessors cannot fail."""
+        bad_roles = [r for r in self.process_roles if r not in ("broker", "controller")]
+        if bad_roles:
+            raise ValueError(f"invalid value for configuration process.roles: unknown role {bad_roles[0]!r}")
+        if len(set(self.process_roles)) != len(self.process_roles):
+            raise ValueError("invalid value for configuration process.roles: a role is given twice")
+        for key, value in (
+            ("listeners", self.listeners),
+            ("advertised.listeners", self.advertised_listeners),
+        ):
+            try:
+                parse_listeners(value)
+            except ValueError as e:
+                raise ValueError(f"invalid value for configuration {key}: {e}") from None
+        try:
+            parse_quorum_voters(self.controller_quorum_voters)
+        except ValueError as e:
+            raise ValueError(f"invalid value for configuration controller.quorum.voters: {e}") from None
+        if (
+            self.process_roles
+            and self.broker_id != -1
+            and self.node_id != -1
+            and self.broker_id != self.node_id
+        ):
+            raise ValueError(
+                f"broker.id ({self.broker_id}) must equal node.id ({self.node_id}) in KRaft mode"
+            )
+        if not self.log_dir_list:
+            raise ValueError("no log directory: set log.dirs (or log.dir)")
+
+    # ---- access ------------------------------------------------------------------------------------
+
+    def get(self, kafka_name: str) -> Any:
+        """A value by its Kafka name; KeyError for a name this config does not know."""
+        attr = self.kafka_names().get(kafka_name)
+        if attr is None:
+            raise KeyError(kafka_name)
+        return getattr(self, attr)
+
+    @property
+    def originals(self) -> dict[str, str]:
+        return dict(self._originals)
+
+    @property
+    def source(self) -> str | None:
+        return self._source
+
+    @property
+    def roles(self) -> frozenset[str]:
+        return frozenset(self.process_roles)
+
+    @property
+    def is_kraft(self) -> bool:
+        return bool(self.process_roles)
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    @property
+    def log_dir_list(self) -> list[str]:
+        """log.dirs, or log.dir when log.dirs is unset (KafkaConfig.logDirs)."""
+        return _parse_list(self.log_dirs if self.log_dirs is not None else self.log_dir)
+
+    @property
+    def metadata_log_dir_path(self) -> str:
+        """metadata.log.dir, defaulting to the first log dir."""
+        return self.metadata_log_dir or self.log_dir_list[0]
+
+    @property
+    def all_dirs(self) -> list[str]:
+        """Every dir a node owns: log dirs plus the metadata dir, sorted, without duplicates."""
+        return sorted({*self.log_dir_list, self.metadata_log_dir_path})
+
+    @property
+    def listener_list(self) -> list[Endpoint]:
+        return parse_listeners(self.listeners)
+
+    @property
+    def advertised_listener_list(self) -> list[Endpoint]:
+        """advertised.listeners, or listeners when unset; controller listeners are never advertised by brokers."""
+        if self.advertised_listeners is not None:
+            return parse_listeners(self.advertised_listeners)
+        controller = set(self.controller_listener_names or [])
+        return [e for e in self.listener_list if e.name not in controller or not self.is_broker]
+
+    def listener(self, name: str) -> Endpoint:
+        for e in self.listener_list:
+            if e.name == name.upper():
+                return e
+        raise ConfigError(f"{self._source}: no listener named {name} in listeners={self.listeners}")
+
+    def security_protocol(self, listener_name: str) -> int:
+        """SecurityProtocol id of a listener; controller listeners missing from the map are PLAINTEXT."""
+        mapping = dict(item.split(":", 1) for item in self.listener_security_protocol_map if ":" in item)
+        proto = mapping.get(listener_name.upper())
+        if proto is None:
+            proto = (
+                "PLAINTEXT"
+                if listener_name in (self.controller_listener_names or [])
+                else listener_name.upper()
+            )
+        if proto not in SECURITY_PROTOCOLS:
+            raise ConfigError(f"{self._source}: listener {listener_name} has no security protocol mapping")
+        return SECURITY_PROTOCOLS[proto]
+
+    @property
+    def quorum_voters(self) -> list[QuorumVoter]:
+        return parse_quorum_voters(self.controller_quorum_voters)
+
+    def controller_endpoint(self, voter_id: int | None = None) -> QuorumVoter:
+        """The voter with `voter_id`, or the first voter (the only one in a single-controller setup)."""
+        voters = self.quorum_voters
+        if not voters:
+            raise ConfigError(f"{self._source}: controller.quorum.voters is empty")
+        if voter_id is None:
+            return voters[0]
+        for v in voters:
+            if v.id == voter_id:
+                return v
+        raise ConfigError(f"{self._source}: no voter with id {voter_id} in controller.quorum.voters")
+
+    @property
+    def effective_log_roll_ms(self) -> int:
+        return self.log_roll_ms if self.log_roll_ms is not None else self.log_roll_hours * 3600_000
+
+    @property
+    def effective_log_retention_ms(self) -> int:
+        if self.log_retention_ms is not None:
+            return self.log_retention_ms
+        if self.log_retention_minutes is not None:
+            return self.log_retention_minutes * 60_000
+        return self.log_retention_hours * 3600_000
+
+    def require_kraft(self) -> None:
+        """What every KRaft process and `storage format` needs: roles, a node id and controller listener names."""
+        src = self._source
+        if not self.process_roles:
+            raise ConfigError(
+                f"{src}: process.roles is not set; this looks like a ZooKeeper-mode config, and only KRaft mode is supported"
+            )
+        if self.node_id < 0:
+            raise ConfigError(f"{src}: node.id must be set to a value >= 0 in KRaft mode")
+        if not self.controller_listener_names:
+            raise ConfigError(f"{src}: controller.listener.names must be set in KRaft mode")
+        voter_ids = {v.id for v in self.quorum_voters}
+        if self.is_controller and voter_ids and self.node_id not in voter_ids:
+            raise ConfigError(
+                f"{src}: node.id {self.node_id} has the controller role but is not in controller.quorum.voters"
+            )
+
+
+def load_config(path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
+    """Read and validate a server .properties file; `overrides` (Kafka names) win over the file."""
+    source = str(path)
+    try:
+        props = load_properties(path)
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {source}: {e.strerror or e}") from None
+    except PropertiesError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    if overrides:
+        props.update(overrides)
+    return KafkaConfig.from_properties(props, source)
