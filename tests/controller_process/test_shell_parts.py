@@ -1,0 +1,70 @@
+"""Small parts of the controller process that need no running process: deferred replies, quorum-state."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from controller.deferred import DeferredEventQueue
+from controller.quorum_state import ElectionState, QuorumStateError, read_quorum_state, write_quorum_state
+
+
+async def test_deferred_replies_complete_in_offset_order_once_durable() -> None:
+    loop = asyncio.get_running_loop()
+    q = DeferredEventQueue()
+    futs = [loop.create_future() for _ in range(3)]
+    q.add(4, futs[0], "a")
+    q.add(4, futs[1], "b")  # an operation without records waits for the last one written
+    q.add(9, futs[2], "c")
+    assert q.complete_up_to(4) == 0  # offset 4 is not below the watermark yet
+    assert q.complete_up_to(5) == 2
+    assert [f.result() for f in futs[:2]] == ["a", "b"] and not futs[2].done()
+    q.complete_up_to(3)  # a watermark never moves back
+    assert q.high_watermark == 5
+    late = loop.create_future()
+    q.add(2, late, "old")  # already durable: answered at once (after ordering checks)
+    assert late.done()
+
+
+async def test_deferred_rejects_out_of_order_and_fails_all() -> None:
+    loop = asyncio.get_running_loop()
+    q = DeferredEventQueue()
+    f = loop.create_future()
+    q.add(10, f, None)
+    with pytest.raises(ValueError):
+        q.add(3, loop.create_future(), None)
+    q.fail_all(RuntimeError("log failed"))
+    with pytest.raises(RuntimeError):
+        f.result()
+    assert len(q) == 0
+
+
+async def test_deferred_ignores_abandoned_futures() -> None:
+    loop = asyncio.get_running_loop()
+    q = DeferredEventQueue()
+    f = loop.create_future()
+    q.add(0, f, 1)
+    f.cancel()
+    assert q.complete_up_to(1) == 1
+
+
+def test_quorum_state_round_trip_and_layout(tmp_path: Path) -> None:
+    part = tmp_path / "__cluster_metadata-0"
+    assert read_quorum_state(part) is None
+    st = ElectionState(leader_id=1, leader_epoch=3, voted_id=1, voters=(1,))
+    write_quorum_state(part, st)
+    assert read_quorum_state(part) == st
+    text = (part / "quorum-state").read_text()
+    assert text == (
+        '{"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":1,"appliedOffset":0,'
+        '"currentVoters":[{"voterId":1}],"data_version":0}'
+    )
+    assert not (part / "quorum-state.tmp").exists()
+
+
+def test_quorum_state_without_data_version_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "quorum-state").write_text('{"leaderId":1,"leaderEpoch":1}')
+    with pytest.raises(QuorumStateError, match="data_version"):
+        read_quorum_state(tmp_path)
