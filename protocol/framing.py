@@ -1,0 +1,177 @@
+"""The frame around a metadata record value: ApiMessageAndVersion.
+
+    unsigned varint frame version (1), unsigned varint apiKey, unsigned varint version, message
+
+Shipped Kafka writes frame version 1 and rejects 0 and anything else, although its javadoc says 0
+(see docs/kip-deviations.md). Bytes after the message are an error, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.codegen import Decoder, decoder_for, encoder_for
+from protocol.message import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from protocol.metadata_records import (
+    RECORD_CLASSES,
+    BrokerRegistrationChangeRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    UnknownRecord,
+)
+from protocol.varint import decode_unsigned_varint, encode_unsigned_varint
+
+FRAME_VERSION = 1
+_MAX_ID = 0x7FFF
+
+# metadata.version feature levels that change which record version is written (MetadataVersion.java)
+MV_3_3_IV3 = 7
+MV_3_4_IV0 = 8
+MV_3_7_IV2 = 17
+MV_4_0_IV0 = 22
+
+
+@dataclass(frozen=True)
+class ApiMessageAndVersion:
+    """A record and the version it is (or is to be) written at."""
+
+    message: Any
+    version: int
+
+
+def _fresh(message: Any, version: int) -> ApiMessageAndVersion:
+    # frozen dataclass __init__ costs two object.__setattr__ calls; filling __dict__ is the same
+    # result without them, and this runs once per record read
+    amv = object.__new__(ApiMessageAndVersion)
+    amv.__dict__.update(message=message, version=version)
+    return amv
+
+
+class RecordFrameError(MessageDecodeError):
+    """A metadata record value whose frame (version, apiKey, version) cannot be read."""
+
+
+_DECODERS: dict[int, Decoder | None] = {}
+_HEADERS: dict[tuple[int, int], bytes] = {}
+
+
+def _decoder(api_key: int, version: int) -> Decoder | None:
+    cls = RECORD_CLASSES.get(api_key)
+    if cls is None or not cls.LOWEST_VERSION <= version <= cls.HIGHEST_VERSION:
+        dec = None
+    else:
+        dec = decoder_for(cls, version)
+    _DECODERS[(api_key << 16) | version] = dec
+    return dec
+
+
+def _read_frame(buf: bytes) -> tuple[int, int, int]:
+    try:
+        frame_version, pos = decode_unsigned_varint(buf, 0)
+        if frame_version == 0:
+            raise RecordFrameError(
+                "metadata record frame version 0 is not readable (expected 1); "
+                "such records come from the 2.8 early-access KRaft format"
+            )
+        if frame_version != FRAME_VERSION:
+            raise RecordFrameError(f"unknown metadata record frame version {frame_version} (expected 1)")
+        api_key, pos = decode_unsigned_varint(buf, pos)
+        version, pos = decode_unsigned_varint(buf, pos)
+    except ValueError as e:
+        if isinstance(e, RecordFrameError):
+            raise
+        raise RecordFrameError(f"unreadable metadata record frame: {e}") from None
+    if api_key > _MAX_ID:
+        raise RecordFrameError(f"metadata record apiKey {api_key} is larger than {_MAX_ID}")
+    if version > _MAX_ID:
+        raise RecordFrameError(f"metadata record version {version} is larger than {_MAX_ID}")
+    return api_key, version, pos
+
+
+def decode_record(buf: bytes | bytearray | memoryview) -> ApiMessageAndVersion:
+    """Read one framed metadata record value. Unknown types/versions give an UnknownRecord."""
+    if type(buf) is not bytes:
+        buf = bytes(buf)
+    if len(buf) >= 3 and buf[0] == FRAME_VERSION and buf[1] < 0x80 and buf[2] < 0x80:
+        api_key = buf[1]
+        version = buf[2]
+        pos = 3
+    else:
+        if not buf:
+            raise RecordFrameError("empty metadata record value")
+        api_key, version, pos = _read_frame(buf)
+    key = (api_key << 16) | version
+    dec = _DECODERS[key] if key in _DECODERS else _decoder(api_key, version)
+    if dec is None:
+        return _fresh(UnknownRecord(api_key, version, buf[pos:]), version)
+    try:
+        message, end = dec(buf, pos)
+    except MessageDecodeError as e:
+        raise MessageDecodeError(f"{RECORD_CLASSES[api_key].NAME} v{version}: {e}") from None
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError) as e:
+        raise MessageDecodeError(f"{RECORD_CLASSES[api_key].NAME} v{version} is malformed: {e}") from None
+    if end != len(buf):
+        raise MessageDecodeError(
+            f"found {len(buf) - end} byte(s) of garbage after {RECORD_CLASSES[api_key].NAME} v{version}"
+        )
+    return _fresh(message, version)
+
+
+def _header(api_key: int, version: int) -> bytes:
+    h = _HEADERS.get((api_key, version))
+    if h is None:
+        h = (
+            encode_unsigned_varint(FRAME_VERSION)
+            + encode_unsigned_varint(api_key)
+            + encode_unsigned_varint(version)
+        )
+        _HEADERS[(api_key, version)] = h
+    return h
+
+
+def encode_record(amv: ApiMessageAndVersion) -> bytes:
+    """The framed value of a metadata record at amv.version."""
+    message = amv.message
+    version = amv.version
+    if type(message) is UnknownRecord:
+        return _header(message.api_key, message.version) + message.raw
+    cls = type(message)
+    api_key = getattr(cls, "API_KEY", None)
+    if api_key is None or RECORD_CLASSES.get(api_key) is not cls:
+        raise MessageEncodeError(f"{cls.__name__} is not a metadata record")
+    enc = cls._ENCODERS.get(version)
+    if enc is None:
+        enc = encoder_for(cls, version)
+    w = bytearray(_header(api_key, version))
+    try:
+        enc(message, w)
+    except MessageEncodeError:
+        raise
+    except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as e:
+        raise MessageEncodeError(f"cannot write {cls.NAME} v{version}: {e}") from None
+    return bytes(w)
+
+
+def default_version(record_class: Any, metadata_version_level: int) -> int:
+    """The version Kafka writes a record at under a metadata.version feature level."""
+    mv = metadata_version_level
+    if record_class is RegisterBrokerRecord:
+        if mv >= MV_3_7_IV2:
+            return 3
+        if mv >= MV_3_4_IV0:
+            return 2
+        return 1 if mv >= MV_3_3_IV3 else 0
+    if record_class is PartitionRecord or record_class is PartitionChangeRecord:
+        if mv >= MV_4_0_IV0:
+            return 2
+        return 1 if mv >= MV_3_7_IV2 else 0
+    if record_class is BrokerRegistrationChangeRecord:
+        if mv >= MV_3_7_IV2:
+            return 2
+        return 1 if mv >= MV_3_3_IV3 else 0
+    if getattr(record_class, "LOWEST_VERSION", None) is None:
+        raise UnsupportedVersionError(f"{record_class!r} is not a metadata record class")
+    return int(record_class.LOWEST_VERSION)
