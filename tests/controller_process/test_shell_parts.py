@@ -69,3 +69,37 @@ def test_quorum_state_without_data_version_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "quorum-state").write_text('{"leaderId":1,"leaderEpoch":1}')
     with pytest.raises(QuorumStateError, match="data_version"):
         read_quorum_state(tmp_path)
+
+
+def test_snapshot_policy_by_bytes_and_by_time() -> None:
+    from controller.snapshot_policy import SnapshotPolicy
+
+    p = SnapshotPolicy(max_bytes_between=1000, max_interval_ms=0, last_snapshot_ms=0)
+    p.on_committed(600)
+    assert p.due(10, 50) is None
+    p.on_committed(600)
+    assert p.due(10, 60) is not None
+    p.started()
+    assert p.due(10, 60) is None  # one at a time
+    p.finished(20, 60, bytes_covered=1200)
+    assert p.bytes_since == 0 and p.due(10_000_000, 60) is None  # time trigger off; same offset never twice
+
+    t = SnapshotPolicy(max_bytes_between=10**9, max_interval_ms=100, last_snapshot_ms=0)
+    assert t.due(99, 5) is None
+    assert t.due(100, 5) is not None
+    assert t.due(100, 0) is None  # nothing committed beyond the last snapshot
+
+
+def test_metrics_render_cluster_gauges() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from controller.metrics import ControllerMetrics, ControllerStats
+
+    reg = CollectorRegistry()
+    m = ControllerMetrics(reg, lambda: ControllerStats(active=True, fenced_brokers=2, offline_partitions=7))
+    m.count_records(["PartitionChangeRecord", "PartitionChangeRecord", "NoOpRecord"])
+    text = generate_latest(reg).decode()
+    assert "kraftpy_controller_active_controller_count 1.0" in text
+    assert "kraftpy_controller_fenced_broker_count 2.0" in text
+    assert "kraftpy_controller_offline_partitions_count 7.0" in text
+    assert 'kraftpy_controller_records_appended_total{type="PartitionChangeRecord"} 2.0' in text
