@@ -1,0 +1,292 @@
+"""The controller's single event queue: one asyncio task runs named events one at a time.
+
+A write event runs an operation of the sans-IO core, which returns records plus a response without
+touching state. The queue replays those records into the core at once (speculatively: the offsets
+are assigned before the bytes reach the disk), hands them to the log for group commit, and parks the
+response in an offset-ordered deferred queue until an fsync covers the last record. A write that
+produced no records still waits for everything written before it, because its answer may rest on
+that state. If a log write fails the process halts, so speculative state never needs undoing.
+
+A read event needs committed state: it waits until everything already written is durable and then
+runs, still on the queue, so no speculative record can slip in between. A control event runs
+immediately in order and writes nothing.
+
+Events may carry a deadline (a heartbeat is answered within half the heartbeat interval): an event
+still queued when its deadline passes is not run, and its caller gets `EventTimeoutError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Generic, Protocol, TypeVar
+
+import structlog
+
+from controller.deferred import DeferredEventQueue
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T")
+
+
+class EventTimeoutError(Exception):
+    """The event's deadline passed before it could run (Kafka: TimeoutException, REQUEST_TIMED_OUT)."""
+
+
+class QueueClosedError(Exception):
+    """The queue is shutting down and takes no more events (Kafka: NOT_CONTROLLER on a resigning controller)."""
+
+
+class OperationResult(Protocol):
+    """What a core operation returns (ControllerResult): records to append and the response."""
+
+    @property
+    def records(self) -> Sequence[Any]: ...
+
+    @property
+    def response(self) -> Any: ...
+
+    @property
+    def is_atomic(self) -> bool: ...
+
+
+class RecordSink(Protocol):
+    """The metadata log as the queue sees it.
+
+    `next_offset` counts records accepted but not yet durable. `append` assigns offsets at once and
+    returns the last one; the log reports durability through the queue's `on_committed`.
+    """
+
+    @property
+    def next_offset(self) -> int: ...
+
+    def append(self, records: Sequence[Any], atomic: bool) -> int: ...
+
+
+@dataclass(frozen=True)
+class WriteContext:
+    """What an operation may depend on besides the core's state."""
+
+    now_ms: int
+    next_write_offset: int  # offset the first record of this operation will get (a new broker epoch)
+
+
+class _Kind(Enum):
+    WRITE = "write"
+    READ = "read"
+    CONTROL = "control"
+
+
+@dataclass(eq=False)
+class _Event(Generic[T]):
+    name: str
+    kind: _Kind
+    fn: Callable[..., Any]
+    future: asyncio.Future[T]
+    enqueued_ns: int = field(default_factory=time.monotonic_ns)
+    deadline_ns: int | None = None
+    on_timeout: Callable[[], None] | None = None
+
+
+class ControllerEventQueue:
+    def __init__(
+        self,
+        *,
+        replay: Callable[[Any, int], None],
+        sink: RecordSink,
+        clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
+        on_fatal: Callable[[str, BaseException], None],
+        record_type_name: Callable[[Any], str] = lambda r: type(getattr(r, "message", r)).__name__,
+        observe: Callable[[str, float, float], None] | None = None,
+        on_records: Callable[[Sequence[str]], None] | None = None,
+    ) -> None:
+        self._replay = replay
+        self._sink = sink
+        self._clock_ms = clock_ms
+        self._on_fatal = on_fatal
+        self._type_name = record_type_name
+        self._observe = observe
+        self._on_records = on_records
+        self._queue: asyncio.Queue[_Event[Any] | None] = asyncio.Queue()
+        self._deferred = DeferredEventQueue()
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._commit_waiters: list[tuple[int, asyncio.Future[None]]] = []
+        self._last_appended = -1
+
+    # ---- lifecycle ---------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._last_appended = self._sink.next_offset - 1
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-event-queue")
+
+    async def close(self) -> None:
+        """Refuse new events, run the ones already queued, and wait for their replies to be durable."""
+        if self._closed:
+            return
+        self._closed = True
+        self._queue.put_nowait(None)
+        if self._task is not None:
+            await self._task
+
+    def size(self) -> int:
+        return self._queue.qsize()
+
+    @property
+    def high_watermark(self) -> int:
+        return self._deferred.high_watermark
+
+    @property
+    def pending_replies(self) -> int:
+        return len(self._deferred)
+
+    # ---- submitting events -------------------------------------------------------------------------
+
+    def _submit(
+        self,
+        name: str,
+        kind: _Kind,
+        fn: Callable[..., Any],
+        deadline_s: float | None,
+        on_timeout: Callable[[], None] | None,
+    ) -> asyncio.Future[Any]:
+        if self._closed:
+            raise QueueClosedError(f"event queue closed; {name} not run")
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        ev = _Event(name=name, kind=kind, fn=fn, future=fut, on_timeout=on_timeout)
+        if deadline_s is not None:
+            ev.deadline_ns = ev.enqueued_ns + int(deadline_s * 1e9)
+        self._queue.put_nowait(ev)
+        return fut
+
+    async def write(
+        self,
+        name: str,
+        op: Callable[[WriteContext], OperationResult],
+        *,
+        deadline_s: float | None = None,
+        on_timeout: Callable[[], None] | None = None,
+    ) -> Any:
+        """Run `op` on the queue; returns its response once its records are durable."""
+        return await self._submit(name, _Kind.WRITE, op, deadline_s, on_timeout)
+
+    async def read(self, name: str, fn: Callable[[], T], *, deadline_s: float | None = None) -> T:
+        """Run `fn` on the queue once every record written so far is durable."""
+        return await self._submit(name, _Kind.READ, fn, deadline_s, None)
+
+    async def control(self, name: str, fn: Callable[[], T]) -> T:
+        """Run `fn` on the queue, in order with the other events, writing nothing."""
+        return await self._submit(name, _Kind.CONTROL, fn, None, None)
+
+    # ---- commit notifications (from the log) ---------------------------------------------------------
+
+    def on_committed(self, high_watermark: int) -> None:
+        """The log is durable below `high_watermark`: release replies and read events waiting for it."""
+        self._deferred.complete_up_to(high_watermark)
+        if self._commit_waiters:
+            still = []
+            for offset, fut in self._commit_waiters:
+                if offset < high_watermark:
+                    if not fut.done():
+                        fut.set_result(None)
+                else:
+                    still.append((offset, fut))
+            self._commit_waiters = still
+
+    def fail(self, exc: BaseException) -> None:
+        """The log cannot commit any more: every waiting reply fails."""
+        self._deferred.fail_all(exc)
+        for _, fut in self._commit_waiters:
+            if not fut.done():
+                fut.set_exception(exc)
+        self._commit_waiters = []
+
+    async def _wait_committed(self, offset: int) -> None:
+        if offset < self._deferred.high_watermark:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._commit_waiters.append((offset, fut))
+        await fut
+
+    # ---- the loop ------------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            ev = await self._queue.get()
+            if ev is None:
+                break
+            start = time.monotonic_ns()
+            if ev.deadline_ns is not None and start > ev.deadline_ns:
+                self._expire(ev)
+                continue
+            if ev.future.cancelled():
+                continue
+            try:
+                if ev.kind is _Kind.WRITE:
+                    self._run_write(ev)
+                elif ev.kind is _Kind.READ:
+                    await self._wait_committed(self._last_appended)
+                    _settle(ev.future, ev.fn())
+                else:
+                    _settle(ev.future, ev.fn())
+            except _FatalError as e:
+                self._on_fatal(f"{ev.name}: {e.reason}", e.__cause__ or e)
+                return
+            except Exception as e:
+                # The core raises KafkaError for refusals; anything else is the caller's error too,
+                # since no state changed before the core returned.
+                if not ev.future.done():
+                    ev.future.set_exception(e)
+            finally:
+                if self._observe is not None:
+                    end = time.monotonic_ns()
+                    self._observe(ev.name, (start - ev.enqueued_ns) / 1e9, (end - start) / 1e9)
+        # Drain: every reply already promised waits for the records it depends on.
+        await self._wait_committed(self._last_appended)
+
+    def _expire(self, ev: _Event[Any]) -> None:
+        if ev.on_timeout is not None:
+            try:
+                ev.on_timeout()
+            except Exception:
+                log.exception("timeout handler failed", event=ev.name)
+        if not ev.future.done():
+            ev.future.set_exception(EventTimeoutError(f"{ev.name} waited past its deadline in the queue"))
+
+    def _run_write(self, ev: _Event[Any]) -> None:
+        base = self._sink.next_offset
+        result = ev.fn(WriteContext(now_ms=self._clock_ms(), next_write_offset=base))
+        records = list(result.records)
+        if records:
+            try:
+                for i, record in enumerate(records):
+                    self._replay(record, base + i)
+            except Exception as e:
+                raise _FatalError(f"replaying its own record failed: {e!r}") from e
+            try:
+                last = self._sink.append(records, result.is_atomic)
+            except Exception as e:
+                raise _FatalError(f"the metadata log refused {len(records)} records: {e!r}") from e
+            if last != base + len(records) - 1:
+                raise _FatalError(
+                    f"BUG: records written at {last - len(records) + 1}..{last}, expected {base}"
+                )
+            self._last_appended = last
+            if self._on_records is not None:
+                self._on_records([self._type_name(r) for r in records])
+        self._deferred.add(self._last_appended, ev.future, result.response)
+
+
+class _FatalError(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _settle(fut: asyncio.Future[Any], value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value)
