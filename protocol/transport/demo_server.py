@@ -83,6 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     args = p.parse_args(argv)
+    from kraftpy.logging import configure_process_logging
+
+    configure_process_logging(role="demo", node_id=None)
     asyncio.run(serve(args.host, args.port))
     return 0
 

@@ -46,7 +46,7 @@ HealthHook = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 HANDLERS = web.AppKey("kraftpy_rpc_handlers", dict)
 SPECS = web.AppKey("kraftpy_rpc_specs", dict)
 REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
-HEALTH_HOOK = web.AppKey("kraftpy_health_hook", object)
+HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
 
 DEFAULT_MAX_BODY = 64 * 1024 * 1024
@@ -92,7 +92,8 @@ def create_app(
         ProcessCollector(registry=registry)
     app[REGISTRY] = registry
     app[METRICS] = _RpcMetrics(registry)
-    app[HEALTH_HOOK] = health
+    # A one-slot list, so a hook can be installed after the app started (app state is frozen then).
+    app[HEALTH_HOOK] = [health]
     for name, handler in (handlers or {}).items():
         add_handler(app, name, handler)
     app.router.add_post("/rpc/{api}", _rpc)
@@ -109,7 +110,8 @@ def add_handler(app: web.Application, api: str, handler: Handler) -> None:
 
 
 def set_health_hook(app: web.Application, hook: HealthHook | None) -> None:
-    app[HEALTH_HOOK] = hook
+    """Install (or clear) the /healthz hook; may be called after the app started."""
+    app[HEALTH_HOOK][0] = hook
 
 
 def _error_body(code: Errors, message: str) -> dict[str, Any]:
@@ -209,7 +211,7 @@ def _requested_version(request: web.Request, spec: ApiSpec) -> int:
 
 
 async def _healthz(request: web.Request) -> web.Response:
-    hook: HealthHook | None = request.app[HEALTH_HOOK]
+    hook: HealthHook | None = request.app[HEALTH_HOOK][0]
     body: dict[str, Any] = {"status": "ok"}
     if hook is not None:
         try:
