@@ -53,15 +53,24 @@ def bootstrap_records(metadata_version_level: int, features: dict[str, int] | No
     return records
 
 
-def encode_bootstrap_checkpoint(records: list, timestamp_ms: int | None = None) -> bytes:
-    """Header batch, one data batch with `records`, footer batch; offsets 0.., epoch 0."""
+def encode_bootstrap_checkpoint(
+    records: list, timestamp_ms: int | tuple[int, int, int] | None = None
+) -> bytes:
+    """Header batch, one data batch with `records`, footer batch; offsets 0.., epoch 0.
+
+    Batch timestamps are now, or `timestamp_ms` (one for all, or one per batch as Kafka's clock gave them).
+    """
     from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
     from protocol.record_batch import build_control_batch, build_metadata_batch
 
-    now = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
-    header = build_control_batch(0, 0, now, [SnapshotHeaderRecord(Version=0, LastContainedLogTimestamp=0)])
-    data = build_metadata_batch(1, 0, now, records)
-    footer = build_control_batch(1 + len(records), 0, now, [SnapshotFooterRecord(Version=0)])
+    if timestamp_ms is None:
+        timestamp_ms = int(time.time() * 1000)
+    t_header, t_data, t_footer = (timestamp_ms,) * 3 if isinstance(timestamp_ms, int) else timestamp_ms
+    header = build_control_batch(
+        0, 0, t_header, [SnapshotHeaderRecord(Version=0, LastContainedLogTimestamp=0)]
+    )
+    data = build_metadata_batch(1, 0, t_data, records)
+    footer = build_control_batch(1 + len(records), 0, t_footer, [SnapshotFooterRecord(Version=0)])
     return header + data + footer
 
 
