@@ -45,3 +45,6 @@ def samples_dir() -> Path:
 @pytest.fixture
 def require_root() -> None:
     require_real("root (loop devices, mounts)", is_root() and have("losetup") and have("mkfs.ext4"))
+
+
+from tests.disk_fixtures import real_disks  # noqa: F401, E402
