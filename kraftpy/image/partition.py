@@ -1,0 +1,164 @@
+"""One partition's registration, as the metadata log describes it (Kafka's PartitionRegistration).
+
+Built from a PartitionRecord and moved forward by PartitionChangeRecords. Directories are
+index-aligned with Replicas; a record written before directory tracking (no Directories, or an
+empty list) means every replica is MIGRATING.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import Any
+
+from kraftpy.image.errors import InvalidReplicaDirectoriesError
+from protocol.uuid import MIGRATING, Uuid
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+
+class LeaderRecoveryState(IntEnum):
+    """Whether the leader finished recovering after an unclean election."""
+
+    RECOVERED = 0
+    RECOVERING = 1
+
+
+# PartitionChangeRecord.LeaderRecoveryState: -1 leaves the state as it is
+NO_RECOVERY_STATE_CHANGE = -1
+
+
+def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
+    return () if values is None else tuple(int(v) for v in values)
+
+
+def _all_migrating(n: int) -> tuple[Uuid, ...]:
+    return (MIGRATING,) * n
+
+
+def _directories(
+    replicas: tuple[int, ...], directories: Sequence[Uuid] | None, what: str
+) -> tuple[Uuid, ...]:
+    if not directories:
+        return _all_migrating(len(replicas))
+    if len(directories) != len(replicas):
+        raise InvalidReplicaDirectoriesError(
+            f"{what} has {len(directories)} Directories for {len(replicas)} Replicas {list(replicas)}"
+        )
+    return tuple(directories)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRegistration:
+    replicas: tuple[int, ...]
+    directories: tuple[Uuid, ...]
+    isr: tuple[int, ...]
+    removing_replicas: tuple[int, ...] = ()
+    adding_replicas: tuple[int, ...] = ()
+    leader: int = NO_LEADER
+    leader_recovery_state: LeaderRecoveryState = LeaderRecoveryState.RECOVERED
+    leader_epoch: int = 0
+    partition_epoch: int = 0
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
+
+    @classmethod
+    def from_record(cls, rec: Any) -> PartitionRegistration:
+        """A PartitionRecord's registration; Directories missing or empty means all MIGRATING."""
+        replicas = _ints(rec.Replicas)
+        where = f"PartitionRecord for {rec.TopicId}-{rec.PartitionId}"
+        return cls(
+            replicas=replicas,
+            directories=_directories(replicas, getattr(rec, "Directories", None), where),
+            isr=_ints(rec.Isr),
+            removing_replicas=_ints(rec.RemovingReplicas),
+            adding_replicas=_ints(rec.AddingReplicas),
+            leader=rec.Leader,
+            leader_recovery_state=LeaderRecoveryState(rec.LeaderRecoveryState),
+            leader_epoch=rec.LeaderEpoch,
+            partition_epoch=rec.PartitionEpoch,
+            elr=_ints(getattr(rec, "EligibleLeaderReplicas", None)),
+            last_known_elr=_ints(getattr(rec, "LastKnownElr", None)),
+        )
+
+    def merge(self, rec: Any) -> PartitionRegistration:
+        """Apply a PartitionChangeRecord (PartitionRegistration.merge).
+
+        The partition epoch goes up on every change; the leader epoch goes up whenever the record
+        names a leader, even the current one.
+        """
+        replicas = self.replicas if rec.Replicas is None else _ints(rec.Replicas)
+        new_dirs = getattr(rec, "Directories", None)
+        where = f"PartitionChangeRecord for {rec.TopicId}-{rec.PartitionId}"
+        if new_dirs is not None:
+            directories = _directories(replicas, new_dirs, where)
+        elif replicas == self.replicas:
+            directories = self.directories
+        else:
+            # A replica set change without Directories only happens below JBOD's metadata.version,
+            # where every entry is MIGRATING; keep what is known per broker anyway.
+            known = dict(zip(self.replicas, self.directories, strict=True))
+            directories = tuple(known.get(b, MIGRATING) for b in replicas)
+        if rec.Leader == NO_LEADER_CHANGE:
+            leader, leader_epoch = self.leader, self.leader_epoch
+        else:
+            leader, leader_epoch = rec.Leader, self.leader_epoch + 1
+        lrs = rec.LeaderRecoveryState
+        recovery = self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else LeaderRecoveryState(lrs)
+        elr_change = getattr(rec, "EligibleLeaderReplicas", None)
+        lkelr_change = getattr(rec, "LastKnownElr", None)
+        return PartitionRegistration(
+            replicas=replicas,
+            directories=directories,
+            isr=self.isr if rec.Isr is None else _ints(rec.Isr),
+            removing_replicas=(
+                self.removing_replicas if rec.RemovingReplicas is None else _ints(rec.RemovingReplicas)
+            ),
+            adding_replicas=self.adding_replicas if rec.AddingReplicas is None else _ints(rec.AddingReplicas),
+            leader=leader,
+            leader_recovery_state=recovery,
+            leader_epoch=leader_epoch,
+            partition_epoch=self.partition_epoch + 1,
+            elr=self.elr if elr_change is None else _ints(elr_change),
+            last_known_elr=self.last_known_elr if lkelr_change is None else _ints(lkelr_change),
+        )
+
+    def has_leader(self) -> bool:
+        return self.leader != NO_LEADER
+
+    def is_replica(self, broker_id: int) -> bool:
+        return broker_id in self.replicas
+
+    def directory(self, broker_id: int) -> Uuid:
+        """The directory holding `broker_id`'s replica (a reserved id when not placed yet)."""
+        for replica, directory in zip(self.replicas, self.directories, strict=True):
+            if replica == broker_id:
+                return directory
+        raise ValueError(
+            f"broker {broker_id} holds no replica of this partition (replicas {list(self.replicas)})"
+        )
+
+    def has_directory_assignments(self) -> bool:
+        """Whether any replica has a directory other than MIGRATING."""
+        return any(d != MIGRATING for d in self.directories)
+
+    def to_record_fields(self, version: int) -> dict[str, Any]:
+        """PartitionRecord field values at `version` (Directories from v1, ELR from v2)."""
+        fields: dict[str, Any] = {
+            "Replicas": list(self.replicas),
+            "Isr": list(self.isr),
+            "RemovingReplicas": list(self.removing_replicas),
+            "AddingReplicas": list(self.adding_replicas),
+            "Leader": self.leader,
+            "LeaderRecoveryState": int(self.leader_recovery_state),
+            "LeaderEpoch": self.leader_epoch,
+            "PartitionEpoch": self.partition_epoch,
+        }
+        if version >= 1:
+            fields["Directories"] = list(self.directories)
+        if version >= 2:
+            fields["EligibleLeaderReplicas"] = list(self.elr)
+            fields["LastKnownElr"] = list(self.last_known_elr)
+        return fields
