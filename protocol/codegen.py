@@ -58,6 +58,25 @@ def _fixed_array(code: str, n: int) -> struct.Struct:
     return s
 
 
+# Topic and directory ids repeat all through a log: sharing one immutable Uuid per value saves
+# most of the construction cost. Bounded so a log of random ids cannot grow it without limit.
+_UUID_CACHE: dict[bytes, Uuid] = {}
+_UUID_CACHE_MAX = 1 << 16
+
+
+def _make_uuid(raw: bytes) -> Uuid:
+    u = Uuid(raw)
+    if len(_UUID_CACHE) >= _UUID_CACHE_MAX:
+        _UUID_CACHE.clear()
+    _UUID_CACHE[raw] = u
+    return u
+
+
+# array structs for the common small counts, looked up without a call
+_SMALL = 65
+_ARRAY_TABLES = {code: {n: struct.Struct(f">{n}{code}") for n in range(_SMALL)} for code in "bhHiIqd?"}
+
+
 def _merge_tags(
     known: list[tuple[int, bytes | bytearray]] | None, unknown: list[tuple[int, bytes]]
 ) -> list[tuple[int, bytes | bytearray]]:
@@ -102,6 +121,8 @@ _HELPERS: dict[str, Any] = {
     "_evi": encode_varint,
     "_evl": encode_varlong,
     "_Uuid": Uuid,
+    "_ucg": _UUID_CACHE.get,
+    "_mku": _make_uuid,
     "_ZERO_UUID": Uuid.ZERO,
     "_new": object.__new__,
     "_fa": _fixed_array,
@@ -115,7 +136,9 @@ _HELPERS: dict[str, Any] = {
     "_I16": struct.Struct(">h"),
     "_I32": struct.Struct(">i"),
     "_MISSING": _MISSING,
+    **{f"_AT{i}": table for i, table in enumerate(_ARRAY_TABLES.values())},
 }
+_ARRAY_TABLE_NAMES = {code: f"_AT{i}" for i, code in enumerate(_ARRAY_TABLES)}
 
 
 class _Source:
@@ -357,7 +380,7 @@ class _Gen:
         self.src.add(1, f"pos += {size}")
         for f in run:
             if f.type == "uuid":
-                self.src.add(1, f"{local[f.name]} = _Uuid({local[f.name]})")
+                self.src.add(1, f"{local[f.name]} = _ucg({local[f.name]}) or _mku({local[f.name]})")
 
     def _read_length(self, var: str, ind: int, kind: str) -> None:
         """Leave in `var` the element/byte count, or -1 for null."""
@@ -413,9 +436,12 @@ class _Gen:
             add(ind, f"e = pos + {n} * {size}")
             add(ind, f"if e > blen: raise _short({where!r}, pos)")
             if etype == "uuid":
-                add(ind, f"{target} = [_Uuid(buf[p:p + 16]) for p in range(pos, e, 16)]")
+                add(ind, f"{target} = [_ucg(k := buf[p:p + 16]) or _mku(k) for p in range(pos, e, 16)]")
             else:
-                add(ind, f"{target} = list(_fa({FIXED_TYPES[etype]!r}, {n}).unpack_from(buf, pos))")
+                code = FIXED_TYPES[etype]
+                table = _ARRAY_TABLE_NAMES[code]
+                add(ind, f"s = {table}[{n}] if {n} < {_SMALL} else _fa({code!r}, {n})")
+                add(ind, f"{target} = list(s.unpack_from(buf, pos))")
             add(ind, "pos = e")
             return
         add(ind, f"if {n} > blen - pos: raise _short({where!r}, pos)")
@@ -444,7 +470,7 @@ class _Gen:
             size = _FIXED_SIZES[etype]
             if etype == "uuid":
                 add(ind, f"if pos + 16 > blen: raise _short({self._where(struct_cls, f)!r}, pos)")
-                add(ind, f"{target} = _Uuid(buf[pos:pos + 16])")
+                add(ind, f"{target} = _ucg(k := buf[pos:pos + 16]) or _mku(k)")
             else:
                 s = self.src.const(struct.Struct(">" + FIXED_TYPES[etype]), "_S")
                 add(ind, f"{target}, = {s}.unpack_from(buf, pos)")
@@ -464,8 +490,12 @@ class _Gen:
         add(1, "if nt < 128: pos += 1")
         add(1, "else: nt, pos = _uv(buf, pos)")
         add(1, "for _ in range(nt):")
-        add(2, "tag, pos = _uv(buf, pos)")
-        add(2, "sz, pos = _uv(buf, pos)")
+        add(2, "tag = buf[pos]")
+        add(2, "if tag < 128: pos += 1")
+        add(2, "else: tag, pos = _uv(buf, pos)")
+        add(2, "sz = buf[pos]")
+        add(2, "if sz < 128: pos += 1")
+        add(2, "else: sz, pos = _uv(buf, pos)")
         add(2, "end = pos + sz")
         add(
             2,
@@ -587,7 +617,10 @@ class _Gen:
             if etype == "uuid":
                 add(ind, f"for u in {x}: {out} += u.bytes")
             else:
-                add(ind, f"{out} += _fa({FIXED_TYPES[etype]!r}, len({x})).pack(*{x})")
+                code = FIXED_TYPES[etype]
+                table = _ARRAY_TABLE_NAMES[code]
+                add(ind, f"s = {table}[len({x})] if len({x}) < {_SMALL} else _fa({code!r}, len({x}))")
+                add(ind, f"{out} += s.pack(*{x})")
             return
         e = self.src.name("e")
         add(ind, f"for {e} in {x}:")

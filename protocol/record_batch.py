@@ -50,6 +50,7 @@ _AFTER_CRC = struct.Struct(">hiqqqhii")
 _PREFIX = struct.Struct(">qiib")
 _NULL_LENGTH = encode_varint(-1)
 _ZERO = b"\x00"
+_new = object.__new__
 assert _HEADER.size == BATCH_OVERHEAD
 
 
@@ -192,98 +193,154 @@ def read_batch_header(buf: Buffer, pos: int = 0) -> BatchHeader:
 
 
 def _read_records(buf: bytes, pos: int, end: int, count: int, batch_pos: int) -> list[Record]:
+    # One-byte varints (zigzag 0..63) cover nearly every field of a KRaft record, so each is read
+    # inline and only longer ones go through decode_varint.
     records: list[Record] = []
     append = records.append
+    new = _new
     for i in range(count):
         if pos >= end:
             raise CorruptBatchError(batch_pos, f"header says {count} records but the batch holds {i}")
-        size, pos = decode_varint(buf, pos)
+        b = buf[pos]
+        if b < 0x80:
+            size = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif buf[pos + 1] < 0x80:
+            b = (b & 0x7F) | (buf[pos + 1] << 7)
+            size = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            size, pos = decode_varint(buf, pos)
         rec_end = pos + size
         if size < 6 or rec_end > end:
             raise CorruptBatchError(batch_pos, f"record {i} has impossible length {size}")
-        attributes = buf[pos]
+        rec = new(Record)
+        rec.attributes = buf[pos]
         b = buf[pos + 1]
         if b < 0x80:
-            ts_delta = (b >> 1) ^ -(b & 1)
+            rec.timestamp_delta = (b >> 1) ^ -(b & 1)
             pos += 2
         else:
-            ts_delta, pos = decode_varlong(buf, pos + 1)
+            rec.timestamp_delta, pos = decode_varlong(buf, pos + 1)
         b = buf[pos]
         if b < 0x80:
-            offset_delta = (b >> 1) ^ -(b & 1)
+            rec.offset_delta = (b >> 1) ^ -(b & 1)
             pos += 1
         else:
-            offset_delta, pos = decode_varint(buf, pos)
-        n, pos = decode_varint(buf, pos)
-        if n < 0:
-            key = None
+            rec.offset_delta, pos = decode_varint(buf, pos)
+        b = buf[pos]
+        if b == 1:  # zigzag -1: null key, as in every KRaft record
+            rec.key = None
+            pos += 1
         else:
-            key = buf[pos : pos + n]
-            pos += n
-        n, pos = decode_varint(buf, pos)
-        if n < 0:
-            value = None
-        else:
-            value = buf[pos : pos + n]
-            pos += n
-        header_count, pos = decode_varint(buf, pos)
-        headers: list[tuple[str, bytes | None]] = []
-        for _ in range(header_count):
             n, pos = decode_varint(buf, pos)
-            if n < 0:
-                raise CorruptBatchError(batch_pos, f"record {i} has a header with a null key")
-            hkey = buf[pos : pos + n].decode("utf-8")
-            pos += n
-            n, pos = decode_varint(buf, pos)
-            if n < 0:
-                headers.append((hkey, None))
-            else:
-                headers.append((hkey, buf[pos : pos + n]))
+            rec.key = None if n < 0 else buf[pos : pos + n]
+            if n > 0:
                 pos += n
+        b = buf[pos]
+        if b < 0x80:
+            n = (b >> 1) ^ -(b & 1)
+            pos += 1
+        elif buf[pos + 1] < 0x80:
+            b = (b & 0x7F) | (buf[pos + 1] << 7)
+            n = (b >> 1) ^ -(b & 1)
+            pos += 2
+        else:
+            n, pos = decode_varint(buf, pos)
+        if n < 0:
+            rec.value = None
+        else:
+            rec.value = buf[pos : pos + n]
+            pos += n
+        if buf[pos] == 0:
+            rec.headers = []
+            pos += 1
+        else:
+            rec.headers, pos = _read_headers(buf, pos, batch_pos, i)
         if pos != rec_end:
             raise CorruptBatchError(
                 batch_pos, f"record {i} declares {size} bytes but its fields take {size + pos - rec_end}"
             )
-        append(Record(attributes, ts_delta, offset_delta, key, value, headers))
+        append(rec)
     if pos != end:
         raise CorruptBatchError(batch_pos, f"{end - pos} bytes left over after {count} records")
     return records
 
 
+def _read_headers(
+    buf: bytes, pos: int, batch_pos: int, index: int
+) -> tuple[list[tuple[str, bytes | None]], int]:
+    count, pos = decode_varint(buf, pos)
+    headers: list[tuple[str, bytes | None]] = []
+    for _ in range(count):
+        n, pos = decode_varint(buf, pos)
+        if n < 0:
+            raise CorruptBatchError(batch_pos, f"record {index} has a header with a null key")
+        hkey = buf[pos : pos + n].decode("utf-8")
+        pos += n
+        n, pos = decode_varint(buf, pos)
+        if n < 0:
+            headers.append((hkey, None))
+        else:
+            headers.append((hkey, buf[pos : pos + n]))
+            pos += n
+    return headers, pos
+
+
 def decode_batch(buf: Buffer, pos: int = 0, verify_crc: bool = True) -> RecordBatch:
     """Decode the whole batch at `pos`. Errors name `pos`, the batch's position in `buf`."""
-    h = read_batch_header(buf, pos)
-    end = pos + h.length + LOG_OVERHEAD
+    if len(buf) - pos < BATCH_OVERHEAD:
+        read_batch_header(buf, pos)  # raises the precise error
+    (
+        base_offset,
+        length,
+        epoch,
+        magic,
+        crc,
+        attributes,
+        last_offset_delta,
+        base_timestamp,
+        max_timestamp,
+        producer_id,
+        producer_epoch,
+        base_sequence,
+        count,
+    ) = _HEADER.unpack_from(buf, pos)
+    end = pos + length + LOG_OVERHEAD
+    if magic != MAGIC or length < BATCH_OVERHEAD - LOG_OVERHEAD or end > len(buf):
+        read_batch_header(buf, pos)  # raises the precise error
+    if type(buf) is not bytes:
+        buf = bytes(memoryview(buf)[pos:end])
+        end -= pos
+        pos = 0
     if verify_crc:
         actual = crc32c(memoryview(buf)[pos + CRC_START : end])
-        if actual != h.crc:
-            raise CorruptBatchError(pos, f"CRC-32C mismatch: stored {h.crc:#010x}, computed {actual:#010x}")
-    compression = h.attributes & COMPRESSION_MASK
-    if compression:
-        name = COMPRESSION_NAMES.get(compression, str(compression))
+        if actual != crc:
+            raise CorruptBatchError(pos, f"CRC-32C mismatch: stored {crc:#010x}, computed {actual:#010x}")
+    if attributes & COMPRESSION_MASK:
+        name = COMPRESSION_NAMES.get(attributes & COMPRESSION_MASK, str(attributes & COMPRESSION_MASK))
         raise CorruptBatchError(pos, f"compressed batches ({name}) are not supported")
-    if h.records_count < 0:
-        raise CorruptBatchError(pos, f"negative record count {h.records_count}")
-    body = bytes(memoryview(buf)[pos + BATCH_OVERHEAD : end])
+    if count < 0:
+        raise CorruptBatchError(pos, f"negative record count {count}")
     try:
-        records = _read_records(body, 0, len(body), h.records_count, pos)
+        records = _read_records(buf, pos + BATCH_OVERHEAD, end, count, pos)
     except (VarintError, IndexError, UnicodeDecodeError) as e:
         raise CorruptBatchError(pos, f"unreadable record: {e}") from None
-    return RecordBatch(
-        base_offset=h.base_offset,
-        partition_leader_epoch=h.partition_leader_epoch,
-        magic=h.magic,
-        crc=h.crc,
-        attributes=h.attributes,
-        last_offset_delta=h.last_offset_delta,
-        base_timestamp=h.base_timestamp,
-        max_timestamp=h.max_timestamp,
-        producer_id=h.producer_id,
-        producer_epoch=h.producer_epoch,
-        base_sequence=h.base_sequence,
-        records=records,
-        length=h.length,
-    )
+    batch = _new(RecordBatch)
+    batch.base_offset = base_offset
+    batch.partition_leader_epoch = epoch
+    batch.magic = magic
+    batch.crc = crc
+    batch.attributes = attributes
+    batch.last_offset_delta = last_offset_delta
+    batch.base_timestamp = base_timestamp
+    batch.max_timestamp = max_timestamp
+    batch.producer_id = producer_id
+    batch.producer_epoch = producer_epoch
+    batch.base_sequence = base_sequence
+    batch.records = records
+    batch.length = length
+    return batch
 
 
 def iter_batches(buf: Buffer, pos: int = 0, verify_crc: bool = True) -> Iterator[RecordBatch]:
@@ -431,13 +488,12 @@ def build_control_batch(
 
 def metadata_records(batch: RecordBatch) -> list[ApiMessageAndVersion]:
     """The framed metadata records in a data batch (unknown types come back as UnknownRecord)."""
-    from protocol.framing import decode_record
+    from protocol.framing import decode_records
 
-    if batch.is_control:
+    if batch.attributes & CONTROL_FLAG:
         raise ValueError(f"batch at offset {batch.base_offset} is a control batch, not metadata records")
-    out = []
-    for r in batch.records:
-        if r.value is None:
-            raise ValueError(f"record at offset {batch.base_offset + r.offset_delta} has a null value")
-        out.append(decode_record(r.value))
-    return out
+    values = [r.value for r in batch.records]
+    if None in values:
+        r = batch.records[values.index(None)]
+        raise ValueError(f"record at offset {batch.base_offset + r.offset_delta} has a null value")
+    return decode_records(values)  # type: ignore[arg-type]
