@@ -9,29 +9,25 @@ KafkaMetadataLog.validateOffsetAndEpoch/endOffsetForEpoch (reference 9).
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
+from kraftpy.metalog.epoch_cache import UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache, OffsetAndEpoch
 from protocol.errors import Errors
 
-
-@dataclass(frozen=True, order=True)
-class OffsetAndEpoch:
-    offset: int
-    epoch: int
+__all__ = [
+    "BOOTSTRAP_SNAPSHOT_ID",
+    "EpochEntry",
+    "FetchDecision",
+    "FetchKind",
+    "FetchRequestView",
+    "LogState",
+    "OffsetAndEpoch",
+]
 
 
 BOOTSTRAP_SNAPSHOT_ID = OffsetAndEpoch(0, 0)
-
-
-@dataclass(frozen=True)
-class EpochEntry:
-    """The first offset written in a leader epoch (one line of leader-epoch-checkpoint)."""
-
-    epoch: int
-    start_offset: int
 
 
 @dataclass(frozen=True)
@@ -69,7 +65,9 @@ class LogState:
         the log's first one ends where the oldest snapshot does (the history before it was cut away);
         an epoch the history cannot place is taken to run to the log end.
         """
-        found = _cache_end_offset_for(self.epochs, epoch, self.log_end_offset)
+        cache = LeaderEpochCache(list(self.epochs))
+        end = cache.end_offset_for(epoch, self.log_end_offset)
+        found = None if end.offset == UNDEFINED_OFFSET else OffsetAndEpoch(end.offset, end.epoch)
         earliest = self.earliest_snapshot
         if (
             found is not None
@@ -81,22 +79,6 @@ class LogState:
         if found is not None:
             return found
         return OffsetAndEpoch(self.log_end_offset, epoch)
-
-
-def _cache_end_offset_for(
-    epochs: tuple[EpochEntry, ...], requested: int, log_end: int
-) -> OffsetAndEpoch | None:
-    if requested < 0 or not epochs:
-        return None
-    if epochs[-1].epoch == requested:
-        return OffsetAndEpoch(log_end, requested)
-    keys = [e.epoch for e in epochs]
-    higher = bisect.bisect_right(keys, requested)
-    if higher == len(epochs):
-        return None
-    if higher == 0:
-        return OffsetAndEpoch(epochs[0].start_offset, requested)
-    return OffsetAndEpoch(epochs[higher].start_offset, epochs[higher - 1].epoch)
 
 
 class FetchKind(Enum):

@@ -1,14 +1,12 @@
-"""Small parts of the controller process that need no running process: deferred replies, quorum-state."""
+"""Small parts of the controller process that need no running process: deferred replies, snapshot policy, metrics."""
 
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from controller.deferred import DeferredEventQueue
-from controller.quorum_state import ElectionState, QuorumStateError, read_quorum_state, write_quorum_state
 
 
 async def test_deferred_replies_complete_in_offset_order_once_durable() -> None:
@@ -49,26 +47,6 @@ async def test_deferred_ignores_abandoned_futures() -> None:
     q.add(0, f, 1)
     f.cancel()
     assert q.complete_up_to(1) == 1
-
-
-def test_quorum_state_round_trip_and_layout(tmp_path: Path) -> None:
-    part = tmp_path / "__cluster_metadata-0"
-    assert read_quorum_state(part) is None
-    st = ElectionState(leader_id=1, leader_epoch=3, voted_id=1, voters=(1,))
-    write_quorum_state(part, st)
-    assert read_quorum_state(part) == st
-    text = (part / "quorum-state").read_text()
-    assert text == (
-        '{"clusterId":"","leaderId":1,"leaderEpoch":3,"votedId":1,"appliedOffset":0,'
-        '"currentVoters":[{"voterId":1}],"data_version":0}'
-    )
-    assert not (part / "quorum-state.tmp").exists()
-
-
-def test_quorum_state_without_data_version_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "quorum-state").write_text('{"leaderId":1,"leaderEpoch":1}')
-    with pytest.raises(QuorumStateError, match="data_version"):
-        read_quorum_state(tmp_path)
 
 
 def test_snapshot_policy_by_bytes_and_by_time() -> None:
