@@ -1,0 +1,54 @@
+"""Per-log-dir offset checkpoints: `0`, `<n>`, then `<topic> <partition> <offset>` lines.
+
+- `replication-offset-checkpoint`: each partition's high watermark;
+- `log-start-offset-checkpoint`: each partition's log start offset;
+- `recovery-point-offset-checkpoint`: offsets below which each log was fsynced, so recovery on
+  open only needs to check what lies above.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from broker.storage.checkpoint_file import parse_int, read_checkpoint, write_checkpoint
+from broker.storage.dir_names import TopicPartition
+from broker.storage.errors import CorruptCheckpointError
+
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+
+
+class OffsetCheckpointFile:
+    """One checkpoint file of a log dir; read and write are single sync calls for the dir's executor."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def write(self, offsets: Mapping[TopicPartition, int]) -> None:
+        entries = [(tp.topic, tp.partition, offset) for tp, offset in sorted(offsets.items())]
+        write_checkpoint(self.path, entries)
+
+    def read(self) -> dict[TopicPartition, int]:
+        offsets: dict[TopicPartition, int] = {}
+        for topic, partition, offset in read_checkpoint(self.path, 3):
+            tp = TopicPartition(topic, parse_int(self.path, partition, "partition"))
+            value = parse_int(self.path, offset, "offset")
+            if tp.partition < 0:
+                raise CorruptCheckpointError(self.path, f"negative partition in {topic} {partition}")
+            offsets[tp] = value
+        return offsets
+
+
+def replication_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
+    return OffsetCheckpointFile(Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT)
+
+
+def log_start_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
+    return OffsetCheckpointFile(Path(log_dir) / LOG_START_OFFSET_CHECKPOINT)
+
+
+def recovery_point_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
+    return OffsetCheckpointFile(Path(log_dir) / RECOVERY_POINT_OFFSET_CHECKPOINT)
