@@ -4,3 +4,36 @@ Segments of record batches v2, leader-epoch-checkpoint, quorum-state, partition.
 snapshots `<end offset>-<epoch>.checkpoint` (reference section 8). `MetadataLog` is synchronous
 and file-level: a process runs it on one dedicated thread; `GroupCommitLog` is the asyncio face.
 """
+
+from kraftpy.metalog.checkpoints import QuorumStateData
+from kraftpy.metalog.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
+from kraftpy.metalog.errors import CorruptLogError, MetadataLogError, OffsetOutOfRangeError
+from kraftpy.metalog.files import PARTITION_DIR, SnapshotId
+from kraftpy.metalog.group_commit import GroupCommitLog
+from kraftpy.metalog.log import MetadataLog, MetadataLogConfig, RecoveryReport
+from kraftpy.metalog.reading import BatchInfo, LogEntry
+from kraftpy.metalog.segment import TornTail
+from kraftpy.metalog.snapshots import SnapshotContents, build_snapshot, parse_snapshot, read_snapshot_file
+
+__all__ = [
+    "PARTITION_DIR",
+    "BatchInfo",
+    "CorruptLogError",
+    "EpochEntry",
+    "GroupCommitLog",
+    "LeaderEpochCache",
+    "LogEntry",
+    "MetadataLog",
+    "MetadataLogConfig",
+    "MetadataLogError",
+    "OffsetAndEpoch",
+    "OffsetOutOfRangeError",
+    "QuorumStateData",
+    "RecoveryReport",
+    "SnapshotContents",
+    "SnapshotId",
+    "TornTail",
+    "build_snapshot",
+    "parse_snapshot",
+    "read_snapshot_file",
+]

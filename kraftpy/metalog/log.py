@@ -1,0 +1,812 @@
+"""MetadataLog: the controller's durable `__cluster_metadata-0`, synchronous and file-level.
+
+Appends go to the page cache; `flush` fsyncs everything written since the last one, so callers
+group many appends under one fsync. One thread at a time: the process runs this on a dedicated
+single-thread executor (see group_commit.GroupCommitLog).
+
+Opening recovers the log: every batch is checked (header, CRC-32C, contiguous offsets). A torn
+write at the tail of the last segment is cut back to the last whole batch and reported; any other
+bad batch raises CorruptLogError naming the file and position. Nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from crc32c import crc32c
+
+from kraftpy.metalog.checkpoints import (
+    QuorumStateData,
+    format_partition_metadata,
+    read_leader_epoch_checkpoint,
+    read_quorum_state,
+    write_leader_epoch_checkpoint,
+    write_quorum_state,
+)
+from kraftpy.metalog.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
+from kraftpy.metalog.errors import CorruptLogError, MetadataLogError, OffsetOutOfRangeError
+from kraftpy.metalog.files import (
+    DELETED_SUFFIX,
+    INDEX_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    PARTIAL_SUFFIX,
+    PARTITION_METADATA,
+    QUORUM_STATE,
+    TIME_INDEX_SUFFIX,
+    SnapshotId,
+    fsync_dir,
+    parse_segment_file_name,
+    parse_snapshot_file_name,
+    partition_dir,
+    snapshot_file_name,
+    write_atomically,
+)
+from kraftpy.metalog.reading import LogEntry, batch_entries, iter_buffer_batches
+from kraftpy.metalog.segment import Segment, TornTail
+from kraftpy.metalog.snapshots import (
+    MAX_BATCH_BYTES,
+    SnapshotContents,
+    build_snapshot,
+    parse_snapshot,
+    read_snapshot_file,
+    read_snapshot_timestamp,
+    write_snapshot_file,
+)
+from protocol.framing import ApiMessageAndVersion
+from protocol.record_batch import (
+    BATCH_OVERHEAD,
+    CRC_START,
+    LOG_OVERHEAD,
+    CorruptBatchError,
+    build_control_batch,
+    build_metadata_batch,
+    read_batch_header,
+)
+from protocol.uuid import Uuid
+
+log = structlog.get_logger(__name__)
+
+_READ_CHUNK = 4 << 20
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class MetadataLogConfig:
+    """The metadata log settings (reference section 6), Kafka's defaults."""
+
+    segment_bytes: int = 1024 * 1024 * 1024  # metadata.log.segment.bytes
+    segment_ms: int = 7 * 24 * 3600 * 1000  # metadata.log.segment.ms
+    retention_bytes: int = 100 * 1024 * 1024  # metadata.max.retention.bytes (soft)
+    retention_ms: int = 7 * 24 * 3600 * 1000  # metadata.max.retention.ms (soft)
+    max_batch_bytes: int = MAX_BATCH_BYTES
+
+    @classmethod
+    def from_server_config(cls, config: Any) -> MetadataLogConfig:
+        """From a kraftpy.config.KafkaConfig (read by attribute, so any object with them works)."""
+        return cls(
+            segment_bytes=config.metadata_log_segment_bytes,
+            segment_ms=config.metadata_log_segment_ms,
+            retention_bytes=config.metadata_max_retention_bytes,
+            retention_ms=config.metadata_max_retention_ms,
+        )
+
+
+@dataclass(frozen=True)
+class RecoveryReport:
+    """What opening the log found and did."""
+
+    truncated_bytes: int = 0
+    torn_tail: TornTail | None = None
+    segments: int = 0
+    batches: int = 0
+    removed_files: tuple[str, ...] = field(default=())
+
+    @property
+    def clean(self) -> bool:
+        return self.torn_tail is None
+
+
+class MetadataLog:
+    """Use `MetadataLog.open(path)`; `path` is the metadata.log.dir or its `__cluster_metadata-0`."""
+
+    def __init__(self, directory: Path, config: MetadataLogConfig, read_only: bool) -> None:
+        self.dir = directory
+        self.config = config
+        self.read_only = read_only
+        self.recovery = RecoveryReport()
+        self._segments: list[Segment] = []
+        self._epochs = LeaderEpochCache()
+        self._epochs_dirty = False
+        self._snapshots: dict[SnapshotId, Path] = {}
+        self._log_start = 0
+        self._flushed_end = 0
+        self._unflushed: set[Segment] = set()
+        self._dir_dirty = False
+        self._closed = False
+        self.flush_count = 0
+
+    # == opening ===================================================================================
+
+    @classmethod
+    def open(
+        cls,
+        path: Path | str,
+        config: MetadataLogConfig | None = None,
+        *,
+        read_only: bool = False,
+        topic_id: Uuid = Uuid.METADATA_TOPIC_ID,
+    ) -> MetadataLog:
+        """Open (and, unless read_only, create and recover) the log.
+
+        Read-only opening changes nothing on disk: a torn tail is reported and left alone, and the
+        log is taken to end before it.
+        """
+        directory = partition_dir(path)
+        self = cls(directory, config or MetadataLogConfig(), read_only)
+        if not directory.is_dir():
+            if read_only:
+                raise MetadataLogError(f"{directory}: no such metadata log directory")
+            directory.mkdir(parents=True)
+            fsync_dir(directory.parent)
+        if not read_only and not (directory / PARTITION_METADATA).exists():
+            write_atomically(directory / PARTITION_METADATA, format_partition_metadata(topic_id))
+        try:
+            self._recover()
+        except BaseException:
+            self._close_segments()
+            raise
+        return self
+
+    def _list_dir(self) -> tuple[list[int], list[SnapshotId], list[Path]]:
+        bases: list[int] = []
+        snaps: list[SnapshotId] = []
+        leftovers: list[Path] = []
+        for p in self.dir.iterdir():
+            name = p.name
+            base = parse_segment_file_name(name)
+            if base is not None:
+                bases.append(base)
+                continue
+            sid = parse_snapshot_file_name(name)
+            if sid is not None:
+                snaps.append(sid)
+            elif name.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX, ".tmp")):
+                leftovers.append(p)
+            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
+                # we keep indexes in memory; a stale Kafka index beside a segment we append to
+                # would mislead Kafka, which rebuilds missing ones
+                leftovers.append(p)
+        return sorted(bases), sorted(snaps), leftovers
+
+    def _recover(self) -> None:
+        bases, snaps, leftovers = self._list_dir()
+        removed: list[str] = []
+        if not self.read_only:
+            for p in leftovers:
+                p.unlink(missing_ok=True)
+                removed.append(p.name)
+            if leftovers:
+                fsync_dir(self.dir)
+        self._snapshots = {sid: self.dir / snapshot_file_name(sid) for sid in snaps}
+        if not bases:
+            if self.read_only:
+                raise MetadataLogError(f"{self.dir}: no segment files")
+            start = snaps[-1].offset if snaps else 0
+            self._segments = [Segment.open(self.dir, start, create=True)]
+            self._dir_dirty = True
+
+        checkpoint = read_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT)
+        scanned: list[EpochEntry] = []
+        batches = 0
+
+        def on_batch(h: Any, _pos: int) -> None:
+            nonlocal batches
+            batches += 1
+            if not scanned or h.partition_leader_epoch > scanned[-1].epoch:
+                scanned.append(EpochEntry(h.partition_leader_epoch, h.base_offset))
+
+        torn: TornTail | None = None
+        for i, base in enumerate(bases):
+            seg = Segment.open(self.dir, base, read_only=self.read_only)
+            self._segments.append(seg)
+            if i > 0:
+                prev = self._segments[i - 1]
+                if prev.next_offset != base:
+                    raise CorruptLogError(
+                        seg.path,
+                        0,
+                        f"segment starts at offset {base} but the previous one ends at {prev.next_offset}",
+                    )
+            torn = seg.scan(is_last=i == len(bases) - 1, on_batch=on_batch)
+        if torn is not None:
+            self._handle_torn_tail(torn)
+
+        first = self._segments[0]
+        self._log_start = first.base_offset
+        history = LeaderEpochCache(checkpoint)
+        history.truncate_from_end(self._log_start)
+        entries = history.entries()
+        for e in scanned:
+            entries.append(e)
+        self._epochs = LeaderEpochCache(entries)
+        self._epochs.truncate_from_end(self.log_end_offset)
+        self._epochs.truncate_from_start(self._log_start)
+        if self._epochs.entries() != checkpoint:
+            self._epochs_dirty = True
+
+        latest = self.latest_snapshot()
+        if latest is not None and latest.offset > self.log_end_offset and not self.read_only:
+            log.warning(
+                "metadata log ends before its latest snapshot; starting the log at the snapshot",
+                dir=str(self.dir),
+                log_end_offset=self.log_end_offset,
+                snapshot=snapshot_file_name(latest),
+            )
+            self.truncate_fully_and_start_at(latest.offset)
+        if not self.read_only:
+            for sid in list(self._snapshots):
+                if sid.offset < self._log_start and sid != latest:
+                    self._snapshots.pop(sid).unlink(missing_ok=True)
+                    removed.append(snapshot_file_name(sid))
+                    self._dir_dirty = True
+            if self._epochs_dirty or self._dir_dirty:
+                self.flush()
+        self._flushed_end = self.log_end_offset
+        self.recovery = RecoveryReport(
+            truncated_bytes=0 if torn is None else torn.bytes_cut,
+            torn_tail=torn,
+            segments=len(self._segments),
+            batches=batches,
+            removed_files=tuple(removed),
+        )
+        log.info(
+            "metadata log opened",
+            dir=str(self.dir),
+            log_start_offset=self._log_start,
+            log_end_offset=self.log_end_offset,
+            segments=len(self._segments),
+            snapshots=len(self._snapshots),
+            truncated_bytes=self.recovery.truncated_bytes,
+            removed_files=len(removed),
+        )
+
+    def _handle_torn_tail(self, torn: TornTail) -> None:
+        seg = self._segments[-1]
+        if self.read_only:
+            log.warning(
+                "metadata log has a torn tail (left as is: opened read-only)",
+                file=str(torn.path),
+                position=torn.position,
+                bytes=torn.bytes_cut,
+                reason=torn.reason,
+            )
+            return
+        seg.truncate_to_position(torn.position, seg.next_offset)
+        seg.sync()
+        log.warning(
+            "metadata log recovery cut a torn batch from the tail",
+            file=str(torn.path),
+            position=torn.position,
+            truncated_bytes=torn.bytes_cut,
+            reason=torn.reason,
+            log_end_offset=seg.next_offset,
+        )
+
+    # == state =====================================================================================
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        """The end offset (exclusive) of what the last flush made durable."""
+        return self._flushed_end
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segments(self) -> list[Segment]:
+        return list(self._segments)
+
+    @property
+    def latest_epoch(self) -> int:
+        """The epoch of the last batch, or of the latest snapshot when the log holds nothing after it."""
+        if self._epochs.latest_epoch >= 0:
+            return self._epochs.latest_epoch
+        latest = self.latest_snapshot()
+        return latest.epoch if latest is not None else -1
+
+    def _check_writable(self) -> None:
+        if self._closed:
+            raise MetadataLogError(f"{self.dir}: the metadata log is closed")
+        if self.read_only:
+            raise MetadataLogError(f"{self.dir}: the metadata log was opened read-only")
+
+    # == appending =================================================================================
+
+    def append(
+        self, records: Sequence[ApiMessageAndVersion], leader_epoch: int, timestamp_ms: int | None = None
+    ) -> tuple[int, int]:
+        """Write `records` as one batch at the log end; (base offset, last offset). Not yet durable."""
+        if not records:
+            raise ValueError("append needs at least one record")
+        ts = _now_ms() if timestamp_ms is None else timestamp_ms
+        base = self.log_end_offset
+        data = build_metadata_batch(base, leader_epoch, ts, records)
+        self._append_one(data, base, base + len(records), leader_epoch, ts)
+        return base, base + len(records) - 1
+
+    def append_control(
+        self, control_records: Sequence[Any], leader_epoch: int, timestamp_ms: int | None = None
+    ) -> tuple[int, int]:
+        """Write a control batch (LeaderChangeMessage and friends) at the log end."""
+        if not control_records:
+            raise ValueError("append_control needs at least one record")
+        ts = _now_ms() if timestamp_ms is None else timestamp_ms
+        base = self.log_end_offset
+        data = build_control_batch(base, leader_epoch, ts, control_records)
+        self._append_one(data, base, base + len(control_records), leader_epoch, ts)
+        return base, base + len(control_records) - 1
+
+    def _append_one(self, data: bytes, base: int, next_offset: int, epoch: int, ts: int) -> None:
+        self._check_writable()
+        if len(data) > self.config.max_batch_bytes:
+            raise MetadataLogError(
+                f"batch of {len(data)} bytes exceeds the {self.config.max_batch_bytes}-byte limit"
+            )
+        if epoch < self._epochs.latest_epoch:
+            raise MetadataLogError(
+                f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
+            )
+        self._maybe_roll(len(data), ts)
+        seg = self._segments[-1]
+        seg.append(data, [(0, len(data), base, next_offset, ts)])
+        self._unflushed.add(seg)
+        if self._epochs.assign(epoch, base):
+            self._epochs_dirty = True
+
+    def append_raw_batches(self, data: bytes) -> tuple[int, int]:
+        """Append batches copied from the leader as they are (offsets and epochs kept).
+
+        Every batch is checked first (whole, CRC-32C, offsets continuing the log, epochs not going
+        back); if any fails nothing is written. Returns (first offset, last offset).
+        """
+        self._check_writable()
+        if not data:
+            raise ValueError("append_raw_batches needs at least one batch")
+        batches: list[tuple[int, int, int, int, int, int]] = []  # pos, size, base, next, ts, epoch
+        expected = self.log_end_offset
+        epoch = self._epochs.latest_epoch
+        pos = 0
+        while pos < len(data):
+            try:
+                h = read_batch_header(data, pos)
+            except CorruptBatchError as e:
+                raise MetadataLogError(f"batch at position {pos} of the appended data: {e.reason}") from None
+            end = pos + h.size
+            if crc32c(memoryview(data)[pos + CRC_START : end]) != h.crc:
+                raise MetadataLogError(f"batch at offset {h.base_offset} fails its CRC-32C check")
+            if h.base_offset != expected or h.last_offset_delta < 0:
+                raise MetadataLogError(
+                    f"batch at offset {h.base_offset}..{h.last_offset} does not continue the log at {expected}"
+                )
+            if h.partition_leader_epoch < epoch:
+                raise MetadataLogError(
+                    f"batch at offset {h.base_offset} has epoch {h.partition_leader_epoch}, older than {epoch}"
+                )
+            epoch = h.partition_leader_epoch
+            batches.append((pos, h.size, h.base_offset, h.next_offset, h.max_timestamp, epoch))
+            expected = h.next_offset
+            pos = end
+        i = 0
+        while i < len(batches):
+            self._maybe_roll(batches[i][1], batches[i][4])
+            seg = self._segments[-1]
+            room = self.config.segment_bytes - seg.size
+            j = i + 1
+            used = batches[i][1]
+            while j < len(batches) and used + batches[j][1] <= room:
+                used += batches[j][1]
+                j += 1
+            run = batches[i:j]
+            start = run[0][0]
+            seg.append(
+                data[start : start + used], [(p - start, size, b, n, ts) for p, size, b, n, ts, _ in run]
+            )
+            self._unflushed.add(seg)
+            for _, _, b, _, _, e in run:
+                if self._epochs.assign(e, b):
+                    self._epochs_dirty = True
+            i = j
+        return batches[0][2], batches[-1][3] - 1
+
+    def _maybe_roll(self, batch_size: int, timestamp_ms: int) -> None:
+        seg = self._segments[-1]
+        if seg.is_empty():
+            return
+        too_big = seg.size + batch_size > self.config.segment_bytes
+        too_old = (
+            seg.first_timestamp is not None and timestamp_ms - seg.first_timestamp >= self.config.segment_ms
+        )
+        if too_big or too_old:
+            self.roll()
+
+    def roll(self) -> None:
+        """Start a new segment at the log end (the old one is fsynced by the next flush)."""
+        self._check_writable()
+        if self._segments[-1].is_empty():
+            return
+        seg = Segment.open(self.dir, self.log_end_offset, create=True)
+        self._segments.append(seg)
+        self._dir_dirty = True
+        log.debug("metadata log rolled a segment", file=str(seg.path))
+
+    def flush(self) -> int:
+        """fsync everything written since the last flush; returns the durable end offset."""
+        if self._closed:
+            raise MetadataLogError(f"{self.dir}: the metadata log is closed")
+        if self.read_only:
+            return self._flushed_end
+        end = self.log_end_offset
+        for seg in sorted(self._unflushed, key=lambda s: s.base_offset):
+            seg.sync()
+        self._unflushed.clear()
+        if self._dir_dirty:
+            fsync_dir(self.dir)
+            self._dir_dirty = False
+        if self._epochs_dirty:
+            write_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT, self._epochs.entries())
+            self._epochs_dirty = False
+        self._flushed_end = end
+        self.flush_count += 1
+        return end
+
+    # == reading ===================================================================================
+
+    def _segment_for(self, offset: int) -> int:
+        bases = [s.base_offset for s in self._segments]
+        return max(0, bisect.bisect_right(bases, offset) - 1)
+
+    def read(self, from_offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one holding `from_offset`, up to `max_bytes` (at least one batch).
+
+        Empty at the log end; OffsetOutOfRangeError outside [log start, log end].
+        """
+        end = self.log_end_offset
+        if from_offset == end:
+            return b""
+        if from_offset < self._log_start or from_offset > end:
+            raise OffsetOutOfRangeError(f"offset {from_offset} is outside the log [{self._log_start}, {end})")
+        out: list[bytes] = []
+        budget = max_bytes
+        i = self._segment_for(from_offset)
+        while i < len(self._segments) and (budget > 0 or not out):
+            seg = self._segments[i]
+            found = seg.find(from_offset)
+            if found is None:
+                i += 1
+                continue
+            pos, first = found
+            want = max(min(budget, seg.size - pos), first.size if not out else 0)
+            if want <= 0:
+                break
+            chunk = seg.pread(pos, want)
+            cut = _whole_batches(chunk)
+            if cut == 0:
+                break
+            out.append(chunk[:cut])
+            budget -= cut
+            if pos + cut < seg.size:
+                break
+            from_offset = seg.next_offset
+            i += 1
+        return b"".join(out)
+
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, int, Any]]:
+        """(segment, position, RecordBatch) for every batch from the one holding `from_offset`."""
+        start = self._log_start if from_offset is None else max(from_offset, self._log_start)
+        for seg in self._segments[self._segment_for(start) :]:
+            found = seg.find(start)
+            if found is None:
+                continue
+            pos = found[0]
+            while pos < seg.size:
+                chunk = seg.pread(pos, min(max(_READ_CHUNK, seg.header_at(pos).size), seg.size - pos))
+                cut = _whole_batches(chunk)
+                if cut == 0:
+                    raise CorruptLogError(seg.path, pos, "not a whole batch where one was found at open")
+                for rel, batch in iter_buffer_batches(chunk[:cut], seg.path):
+                    yield seg, pos + rel, batch
+                pos += cut
+
+    def entries(
+        self, *, from_snapshot: bool = True, include_control: bool = False, from_offset: int | None = None
+    ) -> Iterator[LogEntry]:
+        """Records in replay order: the latest snapshot's (their offset is the snapshot's last
+        contained offset), then the log's records after it."""
+        start = self._log_start if from_offset is None else from_offset
+        latest = self.latest_snapshot() if from_snapshot else None
+        if from_snapshot and start > 0 and (latest is None or latest.offset < start):
+            raise MetadataLogError(
+                f"{self.dir}: the log starts at offset {start} and no snapshot covers the offsets before it"
+            )
+        if latest is not None:
+            contents = self.read_snapshot(latest)
+            for e in contents.entries(include_control=include_control):
+                yield e._replace(offset=latest.offset - 1)
+            start = max(start, latest.offset)
+        for seg, pos, batch in self.iter_batches(start):
+            yield from batch_entries(batch, seg.path, pos, include_control=include_control, min_offset=start)
+
+    def replay_into(self, delta: Any, *, from_snapshot: bool = True) -> int:
+        """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta
+        on MetadataImage.EMPTY). Returns the number of records replayed."""
+        n = 0
+        for offset, record, batch in self.entries(from_snapshot=from_snapshot):
+            delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
+            n += 1
+        return n
+
+    def load_image(self, *, strict: bool = True) -> Any:
+        """The MetadataImage the log ends in (an open transaction at the end is left out)."""
+        from kraftpy.image import MetadataDelta, MetadataImage
+
+        delta = MetadataDelta(MetadataImage.EMPTY, strict=strict)
+        self.replay_into(delta)
+        return delta.apply()
+
+    # == truncation ================================================================================
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove every batch holding offsets >= `offset` (a batch straddling it goes whole)."""
+        self._check_writable()
+        if offset >= self.log_end_offset:
+            return
+        if offset < self._log_start:
+            raise OffsetOutOfRangeError(f"cannot truncate to {offset}, below the log start {self._log_start}")
+        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
+            seg = self._segments.pop()
+            self._unflushed.discard(seg)
+            seg.delete()
+            self._dir_dirty = True
+        seg = self._segments[-1]
+        found = seg.find(offset)
+        if found is not None:
+            pos, h = found
+            seg.truncate_to_position(pos, h.base_offset)
+            self._unflushed.add(seg)
+        if self._epochs.truncate_from_end(self.log_end_offset):
+            self._epochs_dirty = True
+        self._flushed_end = min(self._flushed_end, self.log_end_offset)
+        log.info("metadata log truncated", dir=str(self.dir), log_end_offset=self.log_end_offset)
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Drop every segment and start empty at `offset` (after loading a leader's snapshot)."""
+        self._check_writable()
+        for seg in self._segments:
+            seg.delete()
+        self._unflushed.clear()
+        self._segments = [Segment.open(self.dir, offset, create=True)]
+        self._log_start = offset
+        self._epochs.clear()
+        self._epochs_dirty = True
+        self._dir_dirty = True
+        self._flushed_end = offset
+
+    # == leader epochs =============================================================================
+
+    def epoch_entries(self) -> list[EpochEntry]:
+        return self._epochs.entries()
+
+    def epoch_for_offset(self, offset: int) -> int | None:
+        return self._epochs.epoch_for_offset(offset)
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        """LeaderEpochFileCache.endOffsetFor against this log's end (see epoch_cache)."""
+        return self._epochs.end_offset_for(epoch, self.log_end_offset)
+
+    # == snapshots =================================================================================
+
+    def snapshot_ids(self) -> list[SnapshotId]:
+        return sorted(self._snapshots)
+
+    def latest_snapshot(self) -> SnapshotId | None:
+        return max(self._snapshots) if self._snapshots else None
+
+    def earliest_snapshot(self) -> SnapshotId | None:
+        return min(self._snapshots) if self._snapshots else None
+
+    def snapshot_path(self, snapshot_id: SnapshotId) -> Path:
+        try:
+            return self._snapshots[snapshot_id]
+        except KeyError:
+            raise MetadataLogError(f"{self.dir}: no snapshot {snapshot_file_name(snapshot_id)}") from None
+
+    def snapshot_size(self, snapshot_id: SnapshotId) -> int:
+        return self.snapshot_path(snapshot_id).stat().st_size
+
+    def read_snapshot(self, snapshot_id: SnapshotId) -> SnapshotContents:
+        return read_snapshot_file(self.snapshot_path(snapshot_id))
+
+    def read_snapshot_bytes(self, snapshot_id: SnapshotId, position: int, max_bytes: int) -> bytes:
+        """Raw bytes of a snapshot file, for FetchSnapshot."""
+        with open(self.snapshot_path(snapshot_id), "rb") as f:
+            f.seek(position)
+            return f.read(max_bytes)
+
+    def write_snapshot(
+        self,
+        records: Sequence[ApiMessageAndVersion],
+        end_offset: int,
+        epoch: int,
+        last_contained_timestamp: int,
+        *,
+        now_ms: int | None = None,
+    ) -> SnapshotId:
+        """Write the snapshot `(end_offset, epoch)`: `records` (an image's write()) hold every
+        offset below `end_offset`, which must be in the log and in `epoch`."""
+        self._check_writable()
+        sid = SnapshotId(end_offset, epoch)
+        if sid in self._snapshots:
+            return sid
+        if not self._log_start <= end_offset <= self.log_end_offset:
+            raise MetadataLogError(
+                f"snapshot end offset {end_offset} is outside the log [{self._log_start}, {self.log_end_offset}]"
+            )
+        known = self.epoch_for_offset(end_offset - 1) if end_offset > self._log_start else None
+        if known is not None and known != epoch:
+            raise MetadataLogError(f"offset {end_offset - 1} is in epoch {known}, not {epoch}")
+        data = build_snapshot(
+            records,
+            epoch,
+            last_contained_timestamp,
+            _now_ms() if now_ms is None else now_ms,
+            max_batch_bytes=self.config.max_batch_bytes,
+        )
+        self._snapshots[sid] = write_snapshot_file(self.dir, sid, data)
+        log.info(
+            "metadata snapshot written", file=snapshot_file_name(sid), bytes=len(data), records=len(records)
+        )
+        return sid
+
+    def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> SnapshotId:
+        """Keep a snapshot fetched from the leader (checked first); a snapshot beyond the log end
+        restarts the log at its offset."""
+        self._check_writable()
+        parse_snapshot(data, self.dir / snapshot_file_name(snapshot_id))
+        self._snapshots[snapshot_id] = write_snapshot_file(self.dir, snapshot_id, data)
+        if snapshot_id.offset > self.log_end_offset:
+            self.truncate_fully_and_start_at(snapshot_id.offset)
+            self.flush()
+        return snapshot_id
+
+    def delete_before_snapshot(self, snapshot_id: SnapshotId | None = None) -> bool:
+        """Move the log start up to `snapshot_id` (default: the latest), deleting segments wholly
+        below it and older snapshots. True when something was deleted."""
+        self._check_writable()
+        latest = self.latest_snapshot()
+        sid = latest if snapshot_id is None else snapshot_id
+        if sid is None or latest is None or sid not in self._snapshots:
+            return False
+        if not self._log_start < sid.offset <= latest.offset:
+            return False
+        self._log_start = min(sid.offset, self.log_end_offset)
+        deleted = 0
+        while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start:
+            seg = self._segments.pop(0)
+            self._unflushed.discard(seg)
+            seg.delete()
+            deleted += 1
+        for old in [s for s in self._snapshots if s < sid]:
+            self._snapshots.pop(old).unlink(missing_ok=True)
+            deleted += 1
+        if self._epochs.truncate_from_start(self._log_start):
+            self._epochs_dirty = True
+        if deleted:
+            self._dir_dirty = True
+            log.info(
+                "metadata log deleted old segments and snapshots",
+                dir=str(self.dir),
+                log_start_offset=self._log_start,
+                deleted=deleted,
+            )
+        return deleted > 0
+
+    def maybe_clean(self, now_ms: int | None = None) -> bool:
+        """Apply metadata.max.retention.bytes/ms (soft limits, KafkaMetadataLog.maybeClean): while
+        too much is kept, drop what lies before the next snapshot. The latest snapshot and the
+        log after it always stay."""
+        self._check_writable()
+        cleaned = False
+        if self.config.retention_bytes >= 0:
+            sizes = {sid: self.snapshot_size(sid) for sid in self._snapshots}
+            total = sum(sizes.values())
+
+            def too_big(sid: SnapshotId) -> bool:
+                nonlocal total
+                if self.size_in_bytes + total > self.config.retention_bytes:
+                    total -= sizes[sid]
+                    return True
+                return False
+
+            cleaned |= self._clean_snapshots(too_big)
+        if self.config.retention_ms >= 0:
+            now = _now_ms() if now_ms is None else now_ms
+
+            def too_old(sid: SnapshotId) -> bool:
+                return now - read_snapshot_timestamp(self.snapshot_path(sid)) > self.config.retention_ms
+
+            cleaned |= self._clean_snapshots(too_old)
+        return cleaned
+
+    def _clean_snapshots(self, should_clean: Any) -> bool:
+        cleaned = False
+        ids = self.snapshot_ids()
+        for snap, next_snap in itertools.pairwise(ids):
+            if not should_clean(snap):
+                break
+            if not self.delete_before_snapshot(next_snap):
+                break
+            cleaned = True
+        return cleaned
+
+    # == quorum state ==============================================================================
+
+    def read_quorum_state(self) -> QuorumStateData | None:
+        return read_quorum_state(self.dir / QUORUM_STATE)
+
+    def write_quorum_state(self, state: QuorumStateData) -> None:
+        self._check_writable()
+        write_quorum_state(self.dir / QUORUM_STATE, state)
+
+    # == closing ===================================================================================
+
+    def close(self) -> None:
+        """Flush and release the files."""
+        if self._closed:
+            return
+        try:
+            if not self.read_only:
+                self.flush()
+        finally:
+            self._close_segments()
+            self._closed = True
+
+    def _close_segments(self) -> None:
+        for seg in self._segments:
+            seg.close()
+
+    def __enter__(self) -> MetadataLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _whole_batches(chunk: bytes) -> int:
+    """How many leading bytes of `chunk` are whole batches."""
+    pos = 0
+    n = len(chunk)
+    while pos + LOG_OVERHEAD <= n:
+        length = int.from_bytes(chunk[pos + 8 : pos + 12], "big", signed=True)
+        if length < BATCH_OVERHEAD - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > n:
+            break
+        pos += LOG_OVERHEAD + length
+    return pos

@@ -1,0 +1,160 @@
+"""Snapshot files: `<end offset>-<epoch>.checkpoint` (reference 8.4).
+
+Batches from offset 0, all stamped with the snapshot's epoch: a control batch holding
+SnapshotHeaderRecord, data batches of metadata records, a control batch holding
+SnapshotFooterRecord. Written to `<name>-<random>.checkpoint.part`, fsynced, then renamed, so a
+crash leaves either no snapshot or a whole one. Also the format of `bootstrap.checkpoint`.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from kraftpy.metalog.errors import CorruptLogError
+from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, fsync_dir, snapshot_file_name
+from kraftpy.metalog.reading import LogEntry, batch_entries, iter_buffer_batches
+from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord, control_records
+from protocol.framing import ApiMessageAndVersion
+from protocol.record_batch import LOG_OVERHEAD, RecordBatch, build_control_batch, build_metadata_batch
+
+# KafkaRaftClient.MAX_BATCH_SIZE_BYTES
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+_RECORDS_PER_BATCH = 8192
+
+
+def _data_batches(
+    records: Sequence[ApiMessageAndVersion], base_offset: int, epoch: int, now_ms: int, max_bytes: int
+) -> list[bytes]:
+    out: list[bytes] = []
+    for lo in range(0, len(records), _RECORDS_PER_BATCH):
+        out.extend(_fit(records[lo : lo + _RECORDS_PER_BATCH], base_offset + lo, epoch, now_ms, max_bytes))
+    return out
+
+
+def _fit(
+    chunk: Sequence[ApiMessageAndVersion], base_offset: int, epoch: int, now_ms: int, max_bytes: int
+) -> list[bytes]:
+    data = build_metadata_batch(base_offset, epoch, now_ms, chunk)
+    if len(data) <= max_bytes or len(chunk) == 1:
+        return [data]
+    half = len(chunk) // 2
+    return _fit(chunk[:half], base_offset, epoch, now_ms, max_bytes) + _fit(
+        chunk[half:], base_offset + half, epoch, now_ms, max_bytes
+    )
+
+
+def build_snapshot(
+    records: Sequence[ApiMessageAndVersion],
+    epoch: int,
+    last_contained_log_timestamp: int,
+    now_ms: int,
+    *,
+    max_batch_bytes: int = MAX_BATCH_BYTES,
+) -> bytes:
+    header = SnapshotHeaderRecord(Version=0, LastContainedLogTimestamp=last_contained_log_timestamp)
+    parts = [build_control_batch(0, epoch, now_ms, [header])]
+    parts += _data_batches(records, 1, epoch, now_ms, max_batch_bytes)
+    footer_offset = 1 + len(records)
+    parts.append(build_control_batch(footer_offset, epoch, now_ms, [SnapshotFooterRecord(Version=0)]))
+    return b"".join(parts)
+
+
+def write_snapshot_file(directory: Path, snapshot_id: SnapshotId, data: bytes) -> Path:
+    """Write `data` as the snapshot `snapshot_id`: a .part file, fsync, rename, fsync the dir."""
+    final = directory / snapshot_file_name(snapshot_id)
+    part = directory / f"{final.stem}-{uuid.uuid4()}{final.suffix}{PARTIAL_SUFFIX}"
+    fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        part.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(part, final)
+    fsync_dir(directory)
+    return final
+
+
+@dataclass(frozen=True)
+class SnapshotContents:
+    """A checked snapshot: its header timestamp and the batches between header and footer."""
+
+    path: Path
+    last_contained_log_timestamp: int
+    batches: list[tuple[int, RecordBatch]]
+
+    def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
+        for pos, batch in self.batches:
+            yield from batch_entries(
+                batch, self.path, pos, include_control=include_control, from_snapshot=True
+            )
+
+    def records(self) -> list[ApiMessageAndVersion]:
+        return [e.record for e in self.entries()]
+
+
+def _control_names(batch: RecordBatch) -> list[str]:
+    return [getattr(getattr(r, "message", r), "NAME", type(r).__name__) for r in control_records(batch)]
+
+
+def parse_snapshot(data: bytes, path: Path) -> SnapshotContents:
+    """Check the framing (header first, footer last, offsets in order) and decode the header.
+
+    Raises CorruptLogError naming the file and position of the first problem.
+    """
+    batches = list(iter_buffer_batches(data, path))
+    if not batches:
+        raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeader batch")
+    first_pos, first = batches[0]
+    if not first.is_control or "SnapshotHeaderRecord" not in _control_names(first):
+        raise CorruptLogError(
+            path, first_pos, "a snapshot must start with a SnapshotHeaderRecord control batch"
+        )
+    header = next(
+        r
+        for r in control_records(first)
+        if getattr(getattr(r, "message", r), "NAME", "") == "SnapshotHeaderRecord"
+    )
+    last_pos, last = batches[-1]
+    if len(batches) < 2 or not last.is_control or "SnapshotFooterRecord" not in _control_names(last):
+        raise CorruptLogError(path, last_pos, "a snapshot must end with a SnapshotFooterRecord control batch")
+    expected = 0
+    for pos, batch in batches:
+        if batch.base_offset != expected:
+            raise CorruptLogError(
+                path, pos, f"batch starts at offset {batch.base_offset}, expected {expected}"
+            )
+        expected = batch.next_offset
+    return SnapshotContents(path, header.message.LastContainedLogTimestamp, batches[1:-1])
+
+
+def read_snapshot_file(path: Path) -> SnapshotContents:
+    return parse_snapshot(path.read_bytes(), path)
+
+
+def read_snapshot_timestamp(path: Path) -> int:
+    """LastContainedLogTimestamp from the header batch alone (retention checks need no more)."""
+    with open(path, "rb") as f:
+        head = f.read(LOG_OVERHEAD)
+        if len(head) < LOG_OVERHEAD:
+            raise CorruptLogError(path, 0, "too short for a snapshot header batch")
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        if length < 0 or length > MAX_BATCH_BYTES:
+            raise CorruptLogError(path, 0, f"impossible header batch length {length}")
+        first = head + f.read(length)
+    batches = list(iter_buffer_batches(first, path))
+    if not batches or not batches[0][1].is_control:
+        raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
+    for r in control_records(batches[0][1]):
+        message = getattr(r, "message", r)
+        if getattr(message, "NAME", "") == "SnapshotHeaderRecord":
+            return int(message.LastContainedLogTimestamp)
+    raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")

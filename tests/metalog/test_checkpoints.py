@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kraftpy.metalog import EpochEntry, LeaderEpochCache, MetadataLog, MetadataLogError, QuorumStateData
+from kraftpy.metalog.checkpoints import (
+    parse_leader_epoch_checkpoint,
+    read_partition_metadata,
+    read_quorum_state,
+)
+from kraftpy.metalog.files import PARTITION_DIR
+from protocol.uuid import Uuid
+
+
+def test_epoch_cache_assign_and_lookups() -> None:
+    c = LeaderEpochCache()
+    assert c.end_offset_for(1, 0) == (-1, -1)
+    for epoch, start in [(1, 0), (1, 5), (3, 10), (3, 12), (5, 20)]:
+        c.assign(epoch, start)
+    assert c.entries() == [EpochEntry(1, 0), EpochEntry(3, 10), EpochEntry(5, 20)]
+    assert [c.epoch_for_offset(o) for o in (0, 9, 10, 25)] == [1, 1, 3, 5]
+    assert c.end_offset_for(5, 30) == (30, 5)  # latest epoch ends at the log end
+    assert c.end_offset_for(3, 30) == (20, 3)
+    assert c.end_offset_for(4, 30) == (20, 3)  # unknown epoch: the largest below it
+    assert c.end_offset_for(0, 30) == (0, 0)  # older than the history
+    assert c.end_offset_for(6, 30) == (-1, -1)
+    c.truncate_from_end(15)
+    assert c.entries() == [EpochEntry(1, 0), EpochEntry(3, 10)]
+    c.truncate_from_start(12)
+    assert c.entries() == [EpochEntry(3, 12)]
+    c.assign(2, 11)  # a leader's history replacing ours after divergence
+    assert c.entries() == [EpochEntry(2, 11)]
+
+
+def test_leader_epoch_checkpoint_parsing(tmp_path: Path) -> None:
+    assert parse_leader_epoch_checkpoint("0\n2\n1 0\n2 165\n") == [EpochEntry(1, 0), EpochEntry(2, 165)]
+    with pytest.raises(MetadataLogError, match="header says 3 entries"):
+        parse_leader_epoch_checkpoint("0\n3\n1 0\n", tmp_path / "x")
+
+
+def test_real_sample_files_parse(samples_dir: Path) -> None:
+    part = samples_dir / "otus_kafka_HW02_d9e6ebb" / PARTITION_DIR
+    assert read_partition_metadata(part / "partition.metadata") == Uuid.METADATA_TOPIC_ID
+    entries = parse_leader_epoch_checkpoint((part / "leader-epoch-checkpoint").read_text())
+    assert len(entries) == 23
+    with MetadataLog.open(part, read_only=True) as log:
+        assert log.epoch_entries() == entries  # the history rebuilt from the batches agrees
+    qs = read_quorum_state(part / "quorum-state")
+    assert qs is not None
+    assert (qs.leader_id, qs.leader_epoch, qs.voted_id, qs.current_voters) == (1, 23, -1, (1,))
+
+
+def test_quorum_state_is_written_byte_for_byte_as_kafka_does(samples_dir: Path, tmp_path: Path) -> None:
+    original = (samples_dir / "LDI-POC_16c4da1" / PARTITION_DIR / "quorum-state").read_text()
+    state = QuorumStateData.from_json(original)
+    assert state.to_json() == original
+    with MetadataLog.open(tmp_path) as log:
+        assert log.read_quorum_state() is None
+        log.write_quorum_state(QuorumStateData(leader_id=3000, leader_epoch=7, current_voters=(3000, 3001)))
+        assert log.read_quorum_state() == QuorumStateData(
+            leader_id=3000, leader_epoch=7, current_voters=(3000, 3001)
+        )
+    assert not (tmp_path / PARTITION_DIR / "quorum-state.tmp").exists()
+
+
+def test_quorum_state_v1_and_bad_files() -> None:
+    v1 = QuorumStateData.from_json(
+        '{"leaderId":2,"leaderEpoch":9,"votedId":2,"votedDirectoryId":"XHhkr4tkSsD900pOQ8pPfg","data_version":1}'
+    )
+    assert v1.voted_directory_id == Uuid.from_string("XHhkr4tkSsD900pOQ8pPfg")
+    assert QuorumStateData.from_json(v1.to_json()) == v1
+    with pytest.raises(MetadataLogError, match="no data_version"):
+        QuorumStateData.from_json('{"leaderId":1}')

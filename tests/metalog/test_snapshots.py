@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from kraftpy.image import MetadataDelta, MetadataImage
+from kraftpy.metalog import CorruptLogError, MetadataLog, MetadataLogConfig, MetadataLogError, SnapshotId
+from kraftpy.metalog.files import PARTITION_DIR
+from kraftpy.metalog.snapshots import (
+    build_snapshot,
+    parse_snapshot,
+    read_snapshot_file,
+    read_snapshot_timestamp,
+)
+from protocol.control_records import control_records
+from protocol.record_batch import iter_batches
+from tests.metalog.helpers import mv, noops, topic_records
+
+
+def fill(log: MetadataLog, n: int, epoch: int = 1, ts0: int = 1000) -> None:
+    for i in range(n):
+        log.append(topic_records(log.log_end_offset + i), leader_epoch=epoch, timestamp_ms=ts0 + i)
+
+
+def test_snapshot_file_is_framed_like_kafkas(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path) as log:
+        log.append([mv()], 3, 10)
+        fill(log, 5, epoch=3)
+        image = log.load_image()
+        sid = log.write_snapshot(
+            image.write(), log.log_end_offset, 3, image.provenance.last_contained_log_time_ms, now_ms=77
+        )
+    assert sid == SnapshotId(11, 3)
+    path = tmp_path / PARTITION_DIR / "00000000000000000011-0000000003.checkpoint"
+    batches = list(iter_batches(path.read_bytes()))
+    assert batches[0].is_control and batches[-1].is_control
+    assert {b.partition_leader_epoch for b in batches} == {3}
+    assert batches[0].base_offset == 0
+    header = control_records(batches[0])[0].message
+    assert (header.NAME, header.Version, header.LastContainedLogTimestamp) == (
+        "SnapshotHeaderRecord",
+        0,
+        1004,
+    )
+    assert control_records(batches[-1])[0].message.NAME == "SnapshotFooterRecord"
+    assert read_snapshot_timestamp(path) == 1004
+    assert not list((tmp_path / PARTITION_DIR).glob("*.part"))
+
+
+def test_snapshot_then_log_replays_to_the_same_image(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 10)
+        at_snapshot = log.load_image()
+        log.write_snapshot(at_snapshot.write(), log.log_end_offset, 1, 1009)
+        fill(log, 10)
+        log.flush()
+        full = log.load_image()
+        # the snapshot's records replay at the offset just below the snapshot id
+        first = next(iter(log.entries()))
+        assert first.offset == 20 and first.batch.from_snapshot
+    with MetadataLog.open(tmp_path) as log:
+        again = log.load_image()
+        assert again == full
+        no_snapshot = MetadataDelta(MetadataImage.EMPTY)
+        log.replay_into(no_snapshot, from_snapshot=False)
+        assert replace(no_snapshot.apply(), provenance=full.provenance) == full
+
+
+def test_snapshot_needs_an_offset_and_epoch_of_this_log(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path) as log:
+        fill(log, 3, epoch=2)
+        with pytest.raises(MetadataLogError, match="outside the log"):
+            log.write_snapshot([mv()], 99, 2, 0)
+        with pytest.raises(MetadataLogError, match="is in epoch 2, not 1"):
+            log.write_snapshot([mv()], 6, 1, 0)
+
+
+def test_big_snapshots_are_split_into_batches_under_the_limit() -> None:
+    records = [r for i in range(300) for r in topic_records(i)]
+    data = build_snapshot(records, 1, 0, 0, max_batch_bytes=4096)
+    batches = list(iter_batches(data))
+    assert len(batches) > 5
+    assert all(b.size <= 4096 for b in batches)
+    assert parse_snapshot(data, Path("x")).records() == records
+
+
+def test_snapshot_without_footer_is_rejected(tmp_path: Path) -> None:
+    data = build_snapshot(noops(3), 1, 0, 0)
+    last = list(iter_batches(data))[-1]
+    with pytest.raises(CorruptLogError, match="SnapshotFooterRecord"):
+        parse_snapshot(data[: len(data) - last.size], tmp_path / "s.checkpoint")
+
+
+def test_delete_before_snapshot_removes_whole_segments_below_it(tmp_path: Path) -> None:
+    config = MetadataLogConfig(segment_bytes=400)
+    with MetadataLog.open(tmp_path, config) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 30)
+        n_segments = len(log.segments)
+        end = log.log_end_offset
+        first_snap = log.write_snapshot(log.load_image().write(), 21, 1, 0)
+        fill(log, 5)
+        snap = log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 0)
+        assert log.delete_before_snapshot() is True
+        assert log.log_start_offset == snap.offset
+        assert log.snapshot_ids() == [snap]
+        assert not (log.dir / first_snap.file_name()).exists()
+        kept = log.segments
+        assert len(kept) < n_segments
+        assert kept[0].base_offset <= snap.offset
+        assert all(s.next_offset > end - 10 for s in kept)  # nothing wholly below was kept but the active one
+        assert log.delete_before_snapshot() is False
+        with pytest.raises(Exception, match="outside the log"):
+            log.read(0, 100)
+        fill(log, 2)
+        image = log.load_image()
+    with MetadataLog.open(tmp_path, config) as log:
+        assert log.log_start_offset == kept[0].base_offset
+        assert log.load_image() == image
+
+
+def test_retention_bytes_and_ms(tmp_path: Path) -> None:
+    config = MetadataLogConfig(segment_bytes=300, retention_bytes=1, retention_ms=-1)
+    with MetadataLog.open(tmp_path, config) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 20)
+        log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 100)
+        fill(log, 20)
+        s2 = log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 200)
+        fill(log, 3)
+        assert log.maybe_clean() is True
+        assert log.snapshot_ids() == [s2]
+        assert log.log_start_offset == s2.offset
+    config = MetadataLogConfig(segment_bytes=300, retention_bytes=-1, retention_ms=1000)
+    with MetadataLog.open(tmp_path / "b", config) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 10)
+        log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 5000)
+        fill(log, 10)
+        b = log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 9000)
+        assert log.maybe_clean(now_ms=5500) is False  # a is 500 ms old: kept
+        assert log.maybe_clean(now_ms=6500) is True  # a is too old: drop everything before b
+        assert log.snapshot_ids() == [b]
+        assert log.maybe_clean(now_ms=10**9) is False  # the latest snapshot always stays
+
+
+def test_install_snapshot_beyond_the_log_end_restarts_the_log(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path / "leader") as leader:
+        leader.append([mv()], 4, 10)
+        fill(leader, 10, epoch=4)
+        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 4, 1009)
+        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
+        assert len(data) == leader.snapshot_size(sid)
+        image = leader.load_image()
+    with MetadataLog.open(tmp_path / "follower") as follower:
+        follower.install_snapshot(sid, data)
+        assert (follower.log_start_offset, follower.log_end_offset) == (sid.offset, sid.offset)
+        assert follower.latest_epoch == 4
+        fill(follower, 1, epoch=4)
+    with MetadataLog.open(tmp_path / "follower") as follower:
+        assert follower.log_start_offset == sid.offset
+        after = follower.load_image()
+        assert replace(after, provenance=image.provenance, topics=image.topics) == image
+        assert after.topics.get_topic("t21") is not None
+        with pytest.raises(CorruptLogError):
+            follower.install_snapshot(SnapshotId(50, 4), data[:-3])
+
+
+def test_open_removes_partial_snapshots_and_restarts_at_a_snapshot_past_the_end(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path / "src") as src:
+        src.append([mv()], 2, 10)
+        fill(src, 4, epoch=2)
+        sid = src.write_snapshot(src.load_image().write(), src.log_end_offset, 2, 0)
+        snap_bytes = src.read_snapshot_bytes(sid, 0, 1 << 20)
+    part = tmp_path / "dst" / PARTITION_DIR
+    with MetadataLog.open(tmp_path / "dst") as dst:
+        dst.append([mv()], 1, 10)
+    (part / sid.file_name()).write_bytes(snap_bytes)
+    (part / f"{sid.file_name()[:-11]}-abc.checkpoint.part").write_bytes(b"half")
+    with MetadataLog.open(tmp_path / "dst") as dst:
+        assert not list(part.glob("*.part"))
+        assert dst.log_start_offset == dst.log_end_offset == sid.offset
+        assert read_snapshot_file(part / sid.file_name()).records() == dst.read_snapshot(sid).records()
