@@ -41,11 +41,11 @@ class CreateTopicsRequest(RpcMessage):
 class CreateTopicsResponse(RpcMessage):
     class CreatableTopicResult(RpcMessage):
         Name: str = ""
-        TopicId: Annotated[Uuid, versions("7+")] = _Uuid.ZERO
+        TopicId: Annotated[Uuid, versions("7+", ignorable=True)] = _Uuid.ZERO
         ErrorCode: Int16 = 0
-        ErrorMessage: Annotated[str | None, versions("1+", nullable="0+")] = None
-        NumPartitions: Annotated[Int32, versions("5+")] = -1
-        ReplicationFactor: Annotated[Int16, versions("5+")] = -1
+        ErrorMessage: Annotated[str | None, versions("1+", nullable="0+", ignorable=True)] = None
+        NumPartitions: Annotated[Int32, versions("5+", ignorable=True)] = -1
+        ReplicationFactor: Annotated[Int16, versions("5+", ignorable=True)] = -1
 
     ThrottleTimeMs: Annotated[Int32, versions("2+")] = 0
     Topics: list[CreatableTopicResult] = Field(default_factory=list)

@@ -39,16 +39,16 @@ class MetadataResponse(RpcMessage):
         NodeId: Int32 = 0
         Host: str = ""
         Port: Int32 = 0
-        Rack: Annotated[str | None, versions("1+", nullable="1+")] = None
+        Rack: Annotated[str | None, versions("1+", nullable="1+", ignorable=True)] = None
 
     class MetadataResponsePartition(RpcMessage):
         ErrorCode: Int16 = 0
         PartitionIndex: Int32 = 0
         LeaderId: Int32 = 0
-        LeaderEpoch: Annotated[Int32, versions("7+")] = -1
+        LeaderEpoch: Annotated[Int32, versions("7+", ignorable=True)] = -1
         ReplicaNodes: list[Int32] = Field(default_factory=list)
         IsrNodes: list[Int32] = Field(default_factory=list)
-        OfflineReplicas: Annotated[list[Int32], versions("5+")] = Field(default_factory=list)
+        OfflineReplicas: Annotated[list[Int32], versions("5+", ignorable=True)] = Field(default_factory=list)
         ReplicaDirectories: Annotated[
             list[Uuid], versions("9+", ignorable=True, tagged="9+", tag=REPLICA_DIRECTORIES_TAG)
         ] = Field(default_factory=list)
@@ -56,15 +56,15 @@ class MetadataResponse(RpcMessage):
     class MetadataResponseTopic(RpcMessage):
         ErrorCode: Int16 = 0
         Name: Annotated[str | None, versions("0+", nullable="12+")] = ""
-        TopicId: Annotated[Uuid, versions("10+")] = _Uuid.ZERO
-        IsInternal: Annotated[bool, versions("1+")] = False
+        TopicId: Annotated[Uuid, versions("10+", ignorable=True)] = _Uuid.ZERO
+        IsInternal: Annotated[bool, versions("1+", ignorable=True)] = False
         Partitions: list[MetadataResponse.MetadataResponsePartition] = Field(default_factory=list)
         TopicAuthorizedOperations: Annotated[Int32, versions("8+")] = AUTHORIZED_OPERATIONS_OMITTED
 
     ThrottleTimeMs: Annotated[Int32, versions("3+")] = 0
     Brokers: list[MetadataResponseBroker] = Field(default_factory=list)
-    ClusterId: Annotated[str | None, versions("2+", nullable="2+")] = None
-    ControllerId: Annotated[Int32, versions("1+")] = -1
+    ClusterId: Annotated[str | None, versions("2+", nullable="2+", ignorable=True)] = None
+    ControllerId: Annotated[Int32, versions("1+", ignorable=True)] = -1
     Topics: list[MetadataResponseTopic] = Field(default_factory=list)
     ClusterAuthorizedOperations: Annotated[Int32, versions("8-10")] = AUTHORIZED_OPERATIONS_OMITTED
 

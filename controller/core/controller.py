@@ -1,0 +1,297 @@
+"""QuorumControllerCore: the controller as a deterministic state machine with no I/O.
+
+How the process shell drives it:
+
+1. On start, replay the log (latest snapshot, then the records after it) with `replay(record,
+   offset)`, then `activate(now_ms)`. If `activation_records()` returns records (an empty log, or
+   a metadata transaction left open by a crash), append them first.
+2. Run operations one at a time (the event queue). Each returns a ControllerResult and changes
+   nothing in the replicated state. Append `result.records` at the log's next write offset (in one
+   batch when `is_atomic`), replay each one with its offset, and send `result.response` once the
+   batch is durable. `register_broker` and `process_broker_heartbeat` take that next write offset:
+   the broker epoch and the controlled-shutdown offset are derived from it.
+3. Timers: every `metadata.max.idle.interval.ms` append `noop()`; at `next_session_expiry_ms()`
+   (and after every heartbeat) call `maybe_fence_one_stale_broker(now_ms)` until it answers None.
+
+A KafkaError raised inside an operation becomes that error in the response and no records;
+any other exception is a bug: the shell reports UNKNOWN_SERVER_ERROR and treats it as fatal.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from controller.core import alter_partition as _alter_partition
+from controller.core import assign_replicas as _assign
+from controller.core import bootstrap as _bootstrap
+from controller.core import broker_lifecycle as _lifecycle
+from controller.core import elections as _elections
+from controller.core import producer_ids as _producer_ids
+from controller.core import queries as _queries
+from controller.core import topics as _topics
+from controller.core.context import ControllerConfig, ControllerManagers
+from controller.core.partition_change import Election
+from controller.core.replication_control import TopicIdPartition
+from controller.core.result import ControllerResult
+from protocol import metadata_records as mr
+from protocol.errors import KafkaError
+from protocol.framing import ApiMessageAndVersion
+from protocol.rpc import API_SPECS
+from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
+from protocol.rpc.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
+from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from protocol.rpc.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+
+__all__ = ["ControllerConfig", "QuorumControllerCore"]
+
+R = TypeVar("R")
+
+# Areas the controller does not act on; their records are accepted so any log replays.
+_IGNORED_RECORDS = (
+    mr.NoOpRecord,
+    mr.AccessControlEntryRecord,
+    mr.RemoveAccessControlEntryRecord,
+    mr.ClientQuotaRecord,
+    mr.UserScramCredentialRecord,
+    mr.RemoveUserScramCredentialRecord,
+    mr.DelegationTokenRecord,
+    mr.RemoveDelegationTokenRecord,
+)
+
+
+class QuorumControllerCore:
+    def __init__(self, config: ControllerConfig) -> None:
+        self.config = config
+        self.m = ControllerManagers.create(config)
+        self._transaction_start: tuple[int, dict[str, Any]] | None = None
+        self.last_replayed_offset = -1
+        m = self.m
+        handlers: dict[type, Callable[[Any, int], None]] = {
+            mr.RegisterBrokerRecord: m.cluster.replay_register_broker,
+            mr.UnregisterBrokerRecord: lambda r, _o: m.cluster.replay_unregister_broker(r),
+            mr.BrokerRegistrationChangeRecord: lambda r, _o: m.cluster.replay_broker_registration_change(r),
+            mr.FenceBrokerRecord: lambda r, _o: m.cluster.replay_fence_broker(r),
+            mr.UnfenceBrokerRecord: lambda r, _o: m.cluster.replay_unfence_broker(r),
+            mr.RegisterControllerRecord: lambda r, _o: m.cluster.replay_register_controller(r),
+            mr.TopicRecord: lambda r, _o: m.replication.replay_topic(r),
+            mr.PartitionRecord: lambda r, _o: m.replication.replay_partition(r),
+            mr.PartitionChangeRecord: lambda r, _o: m.replication.replay_partition_change(r),
+            mr.RemoveTopicRecord: lambda r, _o: m.configs.delete_topic_configs(
+                m.replication.replay_remove_topic(r)
+            ),
+            mr.ConfigRecord: lambda r, _o: m.configs.replay_config(r),
+            mr.FeatureLevelRecord: lambda r, _o: m.features.replay_feature_level(r),
+            mr.ZkMigrationStateRecord: lambda r, _o: m.features.replay_zk_migration_state(r),
+            mr.ProducerIdsRecord: lambda r, _o: m.producer_ids.replay_producer_ids(r),
+            mr.BeginTransactionRecord: self._replay_begin_transaction,
+            mr.EndTransactionRecord: self._replay_end_transaction,
+            mr.AbortTransactionRecord: self._replay_abort_transaction,
+        }
+        for cls in _IGNORED_RECORDS:
+            handlers[cls] = lambda _r, _o: None
+        self._replay_handlers = handlers
+
+    # ---- replay ------------------------------------------------------------------------------
+
+    def replay(self, record: ApiMessageAndVersion | Any, offset: int) -> None:
+        """Apply one committed (or about to be committed) record; the only way state changes."""
+        message = record.message if isinstance(record, ApiMessageAndVersion) else record
+        handler = self._replay_handlers.get(type(message))
+        if handler is None:
+            raise ValueError(
+                f"cannot replay record {type(message).__name__} at offset {offset}: unknown record type"
+            )
+        handler(message, offset)
+        self.last_replayed_offset = offset
+
+    def replay_all(self, records: Iterable[ApiMessageAndVersion | Any], base_offset: int) -> int:
+        """Replay records at consecutive offsets from `base_offset`; returns the next offset."""
+        offset = base_offset
+        for record in records:
+            self.replay(record, offset)
+            offset += 1
+        return offset
+
+    # Metadata transactions: an aborted one leaves the state as it was at its Begin record.
+    _REPLICATED = ("features", "cluster", "configs", "replication", "producer_ids")
+
+    def _replay_begin_transaction(self, record: Any, offset: int) -> None:
+        if self._transaction_start is not None:
+            raise ValueError(
+                f"BeginTransactionRecord at offset {offset} inside the transaction begun at {self._transaction_start[0]}"
+            )
+        saved = {name: self._copy_replicated(getattr(self.m, name)) for name in self._REPLICATED}
+        self._transaction_start = (offset, saved)
+
+    def _replay_end_transaction(self, record: Any, offset: int) -> None:
+        if self._transaction_start is None:
+            raise ValueError(f"EndTransactionRecord at offset {offset} without a transaction")
+        self._transaction_start = None
+
+    def _replay_abort_transaction(self, record: Any, offset: int) -> None:
+        if self._transaction_start is None:
+            raise ValueError(f"AbortTransactionRecord at offset {offset} without a transaction")
+        for name, saved in self._transaction_start[1].items():
+            getattr(self.m, name).__dict__.update(saved)
+        self._transaction_start = None
+
+    @staticmethod
+    def _copy_replicated(manager: Any) -> dict[str, Any]:
+        # Only the manager's own data; references to other managers stay shared.
+        shared = (ControllerManagers, ControllerConfig)
+        out = {}
+        for key, value in manager.__dict__.items():
+            is_manager = hasattr(value, "__dict__") and type(value).__module__.startswith("controller.core")
+            out[key] = value if is_manager or isinstance(value, shared) else copy.deepcopy(value)
+        return out
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._transaction_start is not None
+
+    def activate(self, now_ms: int) -> None:
+        """Becoming the active controller: every registered broker gets a fresh session (field bug 25)."""
+        self.m.heartbeats.observe(now_ms)
+        self.m.heartbeats.track_all(self.m.cluster.registrations)
+
+    def activation_records(
+        self, bootstrap: Sequence[ApiMessageAndVersion], metadata_version: int
+    ) -> ControllerResult[None]:
+        """What a newly active controller writes first: the bootstrap records on an empty log, an
+        AbortTransactionRecord for a transaction a crash left open, else nothing."""
+        if self.last_replayed_offset < 0:
+            return self.bootstrap_records(bootstrap, metadata_version)
+        if self._transaction_start is not None:
+            reason = (
+                f"Controller failover: aborting the transaction begun at offset {self._transaction_start[0]}"
+            )
+            return ControllerResult.atomic_of([_bootstrap.abort_transaction_record(reason)], None)
+        return ControllerResult.of([], None)
+
+    # ---- operations --------------------------------------------------------------------------
+
+    def _run(self, api: str, op: Callable[[], ControllerResult[R]]) -> ControllerResult[R]:
+        try:
+            return op()
+        except KafkaError as e:
+            return ControllerResult.of([], self._error_response(api, e))
+
+    @staticmethod
+    def _error_response(api: str, e: KafkaError) -> Any:
+        response = API_SPECS[api].error_response(e.code)
+        if "ErrorMessage" in type(response).model_fields and e.message:
+            response.ErrorMessage = e.message
+        return response
+
+    def register_broker(
+        self, req: BrokerRegistrationRequest, version: int, now_ms: int, next_write_offset: int
+    ) -> ControllerResult[BrokerRegistrationResponse]:
+        return self._run(
+            "BrokerRegistration",
+            lambda: _lifecycle.register_broker(self.m, req, version, now_ms, next_write_offset),
+        )
+
+    def process_broker_heartbeat(
+        self, req: BrokerHeartbeatRequest, version: int, now_ms: int, next_write_offset: int
+    ) -> ControllerResult[BrokerHeartbeatResponse]:
+        """Also refreshes the broker's session (runtime state, not in the log)."""
+        return self._run(
+            "BrokerHeartbeat",
+            lambda: _lifecycle.process_broker_heartbeat(self.m, req, version, now_ms, next_write_offset),
+        )
+
+    def maybe_fence_one_stale_broker(self, now_ms: int) -> ControllerResult[int | None]:
+        return _lifecycle.maybe_fence_one_stale_broker(self.m, now_ms)
+
+    def next_session_expiry_ms(self) -> int | None:
+        """When the staleness check next has something to do (None: no unfenced broker)."""
+        return self.m.heartbeats.next_expiry_ms(self.m.cluster.unfenced_broker_ids())
+
+    def assign_replicas_to_dirs(
+        self, req: AssignReplicasToDirsRequest, version: int
+    ) -> ControllerResult[AssignReplicasToDirsResponse]:
+        return self._run(
+            "AssignReplicasToDirs", lambda: _assign.assign_replicas_to_dirs(self.m, req, version)
+        )
+
+    def create_topics(self, req: CreateTopicsRequest, version: int) -> ControllerResult[CreateTopicsResponse]:
+        return self._run("CreateTopics", lambda: _topics.create_topics(self.m, req, version))
+
+    def delete_topics(self, req: DeleteTopicsRequest, version: int) -> ControllerResult[DeleteTopicsResponse]:
+        return self._run("DeleteTopics", lambda: _topics.delete_topics(self.m, req, version))
+
+    def alter_partition(
+        self, req: AlterPartitionRequest, version: int
+    ) -> ControllerResult[AlterPartitionResponse]:
+        return self._run("AlterPartition", lambda: _alter_partition.alter_partition(self.m, req, version))
+
+    def allocate_producer_ids(
+        self, req: AllocateProducerIdsRequest, version: int
+    ) -> ControllerResult[AllocateProducerIdsResponse]:
+        return self._run(
+            "AllocateProducerIds", lambda: _producer_ids.allocate_producer_ids(self.m, req, version)
+        )
+
+    def elect_leaders(
+        self,
+        election: Election,
+        partitions: Iterable[TopicIdPartition] | None = None,
+        *,
+        only_unclean_topics: bool = False,
+    ) -> ControllerResult[dict[TopicIdPartition, int]]:
+        return _elections.elect_leaders(self.m, election, partitions, only_unclean_topics=only_unclean_topics)
+
+    def maybe_elect_unclean_leaders(self) -> ControllerResult[dict[TopicIdPartition, int]]:
+        """Leaderless partitions of topics that allow unclean election get any live replica."""
+        return self.elect_leaders(Election.UNCLEAN, None, only_unclean_topics=True)
+
+    def bootstrap_records(
+        self, bootstrap: Sequence[ApiMessageAndVersion], metadata_version: int
+    ) -> ControllerResult[None]:
+        return _bootstrap.bootstrap_records(
+            bootstrap, metadata_version, zk_migration_enabled=self.config.zk_migration_enabled
+        )
+
+    def noop(self) -> ControllerResult[None]:
+        return ControllerResult.of([ApiMessageAndVersion(mr.NoOpRecord(), 0)], None)
+
+    # ---- reads -------------------------------------------------------------------------------
+
+    def describe_cluster(
+        self, req: DescribeClusterRequest, version: int, listener_name: str | None = None
+    ) -> DescribeClusterResponse:
+        return _queries.describe_cluster(self.m, req, version, listener_name)
+
+    def metadata(
+        self, req: MetadataRequest, version: int, listener_name: str | None = None
+    ) -> MetadataResponse:
+        return _queries.metadata(self.m, req, version, listener_name)
+
+    @property
+    def metadata_version(self) -> int:
+        return self.m.features.metadata_version
+
+    def fenced_broker_count(self) -> int:
+        return self.m.cluster.fenced_broker_count()
+
+    def offline_partition_count(self) -> int:
+        return self.m.replication.offline_partition_count()
+
+    def state(self) -> tuple[object, ...]:
+        """Everything replay builds, comparable with ==: a log replayed from empty must give the
+        same state as the live controller that wrote it."""
+        m = self.m
+        return (
+            m.features.state(),
+            m.cluster.state(),
+            m.configs.state(),
+            m.replication.state(),
+            m.producer_ids.next_producer_id,
+        )

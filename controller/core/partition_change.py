@@ -1,0 +1,194 @@
+"""PartitionChangeBuilder: from a partition and the wanted changes to one PartitionChangeRecord.
+
+Every path that changes a partition (fencing, failed directories, AssignReplicasToDirs,
+AlterPartition, elections) goes through here, so the rules live in one place (reference 7.9):
+
+- the leader is kept while it stays in the ISR and acceptable; otherwise the first replica, in
+  Replicas order, that is in the target ISR and acceptable; otherwise none (-1), or with an
+  UNCLEAN election the first acceptable replica outside the ISR, which becomes the whole ISR with
+  LeaderRecoveryState RECOVERING;
+- "acceptable" is decided by the caller for a (broker, directory) pair, so a replica whose dir is
+  offline (KIP-858) is never chosen; the directory looked at is the one this change leaves;
+- the ISR is never written empty: taking out its last member leaves it as it was, without leader;
+- replay bumps the leader epoch whenever Leader is set, so the builder sets Leader only when the
+  leader changes, plus the two bumps Kafka keeps: an ISR shrink below metadata.version 3.6-IV0
+  (or during a ZooKeeper migration), and a replica set that drops a replica;
+- Directories are written only from JBOD's metadata.version on (a PartitionChangeRecord below it
+  cannot carry them, field bug 6); new replicas get their broker's default directory.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+from controller.core.metadata_version import MV_3_2_IV0, MV_3_6_IV0, MV_3_7_IV2, partition_record_version
+from controller.core.partition_registration import LEADER_RECOVERING, NO_LEADER, PartitionRegistration
+from protocol.framing import ApiMessageAndVersion
+from protocol.metadata_records import PartitionChangeRecord
+from protocol.uuid import MIGRATING, Uuid
+
+LeaderAcceptor = Callable[[int, Uuid], bool]
+"""Whether a broker may lead (and count as online) with its replica in the given directory."""
+
+DefaultDirProvider = Callable[[int], Uuid]
+
+
+class Election(enum.Enum):
+    PREFERRED = "preferred"
+    ONLINE = "online"
+    UNCLEAN = "unclean"
+
+
+class PartitionChangeBuilder:
+    __slots__ = (
+        "_default_dir",
+        "_directory_changes",
+        "_election",
+        "_is_acceptable",
+        "_metadata_version",
+        "_partition",
+        "_partition_id",
+        "_target_isr",
+        "_target_lrs",
+        "_target_replicas",
+        "_topic_id",
+        "_zk_migration",
+    )
+
+    def __init__(
+        self,
+        partition: PartitionRegistration,
+        topic_id: Uuid,
+        partition_id: int,
+        is_acceptable_leader: LeaderAcceptor,
+        metadata_version: int,
+        *,
+        default_dir: DefaultDirProvider | None = None,
+        zk_migration_enabled: bool = False,
+    ) -> None:
+        self._partition = partition
+        self._topic_id = topic_id
+        self._partition_id = partition_id
+        self._is_acceptable = is_acceptable_leader
+        self._metadata_version = metadata_version
+        self._default_dir = default_dir
+        self._zk_migration = zk_migration_enabled
+        self._target_isr: tuple[int, ...] | None = None
+        self._target_replicas: tuple[int, ...] | None = None
+        self._target_lrs: int | None = None
+        self._directory_changes: dict[int, Uuid] | None = None
+        self._election = Election.ONLINE
+
+    def set_target_isr(self, isr: Sequence[int]) -> Self:
+        self._target_isr = tuple(isr)
+        return self
+
+    def set_target_replicas(self, replicas: Sequence[int]) -> Self:
+        self._target_replicas = tuple(replicas)
+        return self
+
+    def set_directory(self, broker_id: int, directory: Uuid) -> Self:
+        if self._directory_changes is None:
+            self._directory_changes = {}
+        self._directory_changes[broker_id] = directory
+        return self
+
+    def set_election(self, election: Election) -> Self:
+        self._election = election
+        return self
+
+    def set_target_leader_recovery_state(self, state: int) -> Self:
+        self._target_lrs = state
+        return self
+
+    def build(self) -> ApiMessageAndVersion | None:
+        """The record for the change, or None when nothing would change."""
+        p = self._partition
+        mv = self._metadata_version
+        track_dirs = mv >= MV_3_7_IV2
+        replicas = p.replicas if self._target_replicas is None else self._target_replicas
+        replicas_changed = replicas != p.replicas
+        isr = p.isr if self._target_isr is None else self._target_isr
+        if replicas_changed:
+            isr = tuple(b for b in isr if b in replicas)
+        dirs = self._target_directories(replicas, replicas_changed, track_dirs)
+
+        fields: dict[str, Any] = {}
+        leader, unclean = self._elect(replicas, isr, dirs)
+        if leader != p.leader:
+            fields["Leader"] = leader
+        if unclean:
+            fields["Isr"] = [leader]
+            if mv >= MV_3_2_IV0:
+                fields["LeaderRecoveryState"] = LEADER_RECOVERING
+        elif isr and isr != p.isr:
+            fields["Isr"] = list(isr)
+            shrunk = any(b not in isr for b in p.isr)
+            if shrunk and "Leader" not in fields and (mv < MV_3_6_IV0 or self._zk_migration):
+                fields["Leader"] = p.leader
+        if replicas_changed:
+            fields["Replicas"] = list(replicas)
+            if "Leader" not in fields and any(b not in replicas for b in p.replicas):
+                fields["Leader"] = p.leader
+        if track_dirs and (replicas_changed or dirs != p.directories):
+            fields["Directories"] = list(dirs)
+        if (
+            self._target_lrs is not None
+            and "LeaderRecoveryState" not in fields
+            and self._target_lrs != p.leader_recovery_state
+        ):
+            fields["LeaderRecoveryState"] = self._target_lrs
+        if not fields:
+            return None
+        record = PartitionChangeRecord(PartitionId=self._partition_id, TopicId=self._topic_id, **fields)
+        return ApiMessageAndVersion(record, partition_record_version(mv))
+
+    def _target_directories(
+        self, replicas: tuple[int, ...], replicas_changed: bool, track_dirs: bool
+    ) -> tuple[Uuid, ...]:
+        p = self._partition
+        if replicas_changed:
+            old = dict(zip(p.replicas, p.directories, strict=True))
+            default = self._default_dir if track_dirs else None
+            dirs = [
+                old[b] if b in old else (default(b) if default is not None else MIGRATING) for b in replicas
+            ]
+        else:
+            dirs = list(p.directories)
+        changes = self._directory_changes
+        if changes and track_dirs:
+            for i, b in enumerate(replicas):
+                d = changes.get(b)
+                if d is not None:
+                    dirs[i] = d
+        return tuple(dirs)
+
+    def _elect(
+        self, replicas: tuple[int, ...], isr: tuple[int, ...], dirs: tuple[Uuid, ...]
+    ) -> tuple[int, bool]:
+        """(leader, whether it came from an unclean election)."""
+        accept = self._is_acceptable
+
+        def valid(b: int) -> bool:
+            return b in isr and accept(b, dirs[replicas.index(b)])
+
+        current = self._partition.leader
+        current_valid = current != NO_LEADER and current in replicas and valid(current)
+        election = self._election
+        if election is Election.PREFERRED:
+            if replicas and valid(replicas[0]):
+                return replicas[0], False
+            if current_valid:
+                return current, False
+        elif current_valid:
+            return current, False
+        for b in replicas:
+            if valid(b):
+                return b, False
+        if election is Election.UNCLEAN:
+            for i, b in enumerate(replicas):
+                if accept(b, dirs[i]):
+                    return b, True
+        return NO_LEADER, False

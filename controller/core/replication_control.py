@@ -1,0 +1,417 @@
+"""Topics and partitions, their indexes, and the record generators that move leaders and ISRs.
+
+Indexes (kept up to date by replay, so no operation ever scans every partition):
+- replicas by (broker, directory): the partitions to touch when a directory fails, and the
+  KIP-858 "all placed?" check before unfencing a multi-dir broker;
+- ISR membership by broker: the partitions to touch when a broker is fenced or shuts down;
+- leadership by broker, and the set of leaderless partitions.
+Index values are insertion-ordered dicts used as sets, so generated records come out in the same
+order on every run.
+
+Generators (`handle_*`, `generate_leader_and_isr_updates`) append to the caller's record list and
+read partitions and registrations through an `OperationView`, which holds what the operation's
+earlier records will have changed; two steps of one operation therefore never contradict each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from controller.core.broker_registration import BrokerRegistration
+from controller.core.cluster_control import ClusterControlManager
+from controller.core.configuration_control import ConfigurationControlManager
+from controller.core.feature_control import FeatureControlManager
+from controller.core.metadata_version import MV_3_3_IV2, MV_3_3_IV3
+from controller.core.partition_change import Election, LeaderAcceptor, PartitionChangeBuilder
+from controller.core.partition_registration import NO_LEADER, PartitionRegistration
+from controller.core.placement import default_dir
+from protocol.framing import ApiMessageAndVersion
+from protocol.metadata_records import BrokerRegistrationChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord
+from protocol.uuid import Uuid
+
+TopicIdPartition = tuple[Uuid, int]
+
+
+@dataclass(slots=True)
+class TopicControlInfo:
+    name: str
+    id: Uuid
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+
+class OperationView:
+    """Partitions and broker registrations as the records an operation produced so far leave them."""
+
+    __slots__ = ("partitions", "registrations", "unclean")
+
+    def __init__(self) -> None:
+        self.partitions: dict[TopicIdPartition, PartitionRegistration] = {}
+        self.registrations: dict[int, BrokerRegistration] = {}
+        self.unclean: dict[Uuid, bool] = {}
+
+
+class ReplicationControlManager:
+    def __init__(
+        self,
+        cluster: ClusterControlManager,
+        features: FeatureControlManager,
+        configs: ConfigurationControlManager,
+        *,
+        zk_migration_enabled: bool = False,
+    ) -> None:
+        self.cluster = cluster
+        self.features = features
+        self.configs = configs
+        self.zk_migration_enabled = zk_migration_enabled
+        self.topics: dict[Uuid, TopicControlInfo] = {}
+        self.topics_by_name: dict[str, Uuid] = {}
+        self._replicas: dict[int, dict[Uuid, dict[TopicIdPartition, None]]] = {}
+        self._isr: dict[int, dict[TopicIdPartition, None]] = {}
+        self._leaders: dict[int, dict[TopicIdPartition, None]] = {}
+        self._leaderless: dict[TopicIdPartition, None] = {}
+
+    # ---- replay ------------------------------------------------------------------------------
+
+    def replay_topic(self, record: Any) -> None:
+        if record.Name in self.topics_by_name or record.TopicId in self.topics:
+            raise ValueError(f"TopicRecord: topic {record.Name} ({record.TopicId}) already exists")
+        self.topics[record.TopicId] = TopicControlInfo(record.Name, record.TopicId)
+        self.topics_by_name[record.Name] = record.TopicId
+
+    def replay_partition(self, record: Any) -> None:
+        topic = self.topics.get(record.TopicId)
+        if topic is None:
+            raise ValueError(f"PartitionRecord for unknown topic {record.TopicId}")
+        new = PartitionRegistration.from_record(record)
+        tp = (record.TopicId, record.PartitionId)
+        old = topic.partitions.get(record.PartitionId)
+        topic.partitions[record.PartitionId] = new
+        self._reindex(tp, old, new)
+
+    def replay_partition_change(self, record: Any) -> None:
+        topic = self.topics.get(record.TopicId)
+        old = topic.partitions.get(record.PartitionId) if topic is not None else None
+        if topic is None or old is None:
+            raise ValueError(
+                f"PartitionChangeRecord for unknown partition {record.TopicId}:{record.PartitionId}"
+            )
+        new = old.merge(record)
+        topic.partitions[record.PartitionId] = new
+        self._reindex((record.TopicId, record.PartitionId), old, new)
+
+    def replay_remove_topic(self, record: Any) -> str:
+        """Drops the topic; returns its name so its configs can go too."""
+        topic = self.topics.pop(record.TopicId, None)
+        if topic is None:
+            raise ValueError(f"RemoveTopicRecord for unknown topic {record.TopicId}")
+        del self.topics_by_name[topic.name]
+        for pid, partition in topic.partitions.items():
+            self._reindex((record.TopicId, pid), partition, None)
+        return topic.name
+
+    def _reindex(
+        self, tp: TopicIdPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
+    ) -> None:
+        if old is None or new is None or old.replicas != new.replicas or old.directories != new.directories:
+            if old is not None:
+                for b, d in zip(old.replicas, old.directories, strict=True):
+                    by_dir = self._replicas[b]
+                    members = by_dir[d]
+                    del members[tp]
+                    if not members:
+                        del by_dir[d]
+                        if not by_dir:
+                            del self._replicas[b]
+            if new is not None:
+                for b, d in zip(new.replicas, new.directories, strict=True):
+                    self._replicas.setdefault(b, {}).setdefault(d, {})[tp] = None
+        old_isr = old.isr if old is not None else ()
+        new_isr = new.isr if new is not None else ()
+        if old_isr != new_isr:
+            for b in old_isr:
+                if b not in new_isr:
+                    members = self._isr[b]
+                    del members[tp]
+                    if not members:
+                        del self._isr[b]
+            for b in new_isr:
+                if b not in old_isr:
+                    self._isr.setdefault(b, {})[tp] = None
+        old_leader = old.leader if old is not None else None
+        new_leader = new.leader if new is not None else None
+        if old_leader != new_leader:
+            if old_leader is not None:
+                if old_leader == NO_LEADER:
+                    del self._leaderless[tp]
+                else:
+                    members = self._leaders[old_leader]
+                    del members[tp]
+                    if not members:
+                        del self._leaders[old_leader]
+            if new_leader is not None:
+                if new_leader == NO_LEADER:
+                    self._leaderless[tp] = None
+                else:
+                    self._leaders.setdefault(new_leader, {})[tp] = None
+
+    # ---- queries -----------------------------------------------------------------------------
+
+    def partition(
+        self, tp: TopicIdPartition, view: OperationView | None = None
+    ) -> PartitionRegistration | None:
+        if view is not None:
+            p = view.partitions.get(tp)
+            if p is not None:
+                return p
+        topic = self.topics.get(tp[0])
+        return None if topic is None else topic.partitions.get(tp[1])
+
+    def partitions_on(self, broker_id: int, directory: Uuid) -> list[TopicIdPartition]:
+        return list(self._replicas.get(broker_id, {}).get(directory, ()))
+
+    def replica_directories(self, broker_id: int) -> dict[Uuid, int]:
+        """How many of the broker's replicas are assigned to each directory."""
+        return {d: len(tps) for d, tps in self._replicas.get(broker_id, {}).items()}
+
+    def partitions_with_isr_member(self, broker_id: int) -> list[TopicIdPartition]:
+        return list(self._isr.get(broker_id, ()))
+
+    def partitions_led_by(self, broker_id: int) -> list[TopicIdPartition]:
+        return list(self._leaders.get(broker_id, ()))
+
+    def leaderless_partitions(self) -> list[TopicIdPartition]:
+        return list(self._leaderless)
+
+    def offline_partition_count(self) -> int:
+        return len(self._leaderless)
+
+    def has_leaderships(self, broker_id: int, view: OperationView | None = None) -> bool:
+        led = self._leaders.get(broker_id)
+        if not led:
+            return False
+        if view is None or not view.partitions:
+            return True
+        for tp in led:
+            p = view.partitions.get(tp)
+            if p is None or p.leader == broker_id:
+                return True
+        return False
+
+    def unplaced_directories(self, registration: BrokerRegistration) -> list[Uuid]:
+        """Directories holding replicas of this broker whose place the controller does not know
+        yet (KIP-858: a multi-dir broker stays fenced while there are any)."""
+        if not registration.multi_dir:
+            return []
+        return [d for d in self._replicas.get(registration.id, {}) if not registration.directory_placed(d)]
+
+    # ---- generators --------------------------------------------------------------------------
+
+    def registration(self, broker_id: int, view: OperationView | None = None) -> BrokerRegistration | None:
+        if view is not None:
+            r = view.registrations.get(broker_id)
+            if r is not None:
+                return r
+        return self.cluster.registrations.get(broker_id)
+
+    def acceptor(
+        self, view: OperationView, broker_to_remove: int = NO_LEADER, broker_to_add: int = NO_LEADER
+    ) -> LeaderAcceptor:
+        """Kafka's LeaderAcceptor plus KIP-858: the broker must be active (or the one being
+        unfenced) and its replica's directory online."""
+        registrations = self.cluster.registrations
+        overrides = view.registrations
+
+        def acceptable(broker_id: int, directory: Uuid) -> bool:
+            if broker_id == broker_to_remove:
+                return False
+            r = overrides.get(broker_id) or registrations.get(broker_id)
+            if r is None:
+                return False
+            if broker_id != broker_to_add and (r.fenced or r.in_controlled_shutdown):
+                return False
+            return r.directory_online(directory)
+
+        return acceptable
+
+    def default_dir_provider(self, view: OperationView) -> Any:
+        mv = self.features.metadata_version
+        return lambda broker_id: default_dir(self.registration(broker_id, view), mv)
+
+    def unclean_allowed(self, topic_id: Uuid, view: OperationView) -> bool:
+        allowed = view.unclean.get(topic_id)
+        if allowed is None:
+            topic = self.topics.get(topic_id)
+            allowed = topic is not None and self.configs.unclean_leader_election_enabled(topic.name)
+            view.unclean[topic_id] = allowed
+        return allowed
+
+    def builder(
+        self,
+        tp: TopicIdPartition,
+        partition: PartitionRegistration,
+        accept: LeaderAcceptor,
+        view: OperationView,
+    ) -> PartitionChangeBuilder:
+        b = PartitionChangeBuilder(
+            partition,
+            tp[0],
+            tp[1],
+            accept,
+            self.features.metadata_version,
+            default_dir=self.default_dir_provider(view),
+            zk_migration_enabled=self.zk_migration_enabled,
+        )
+        if self.unclean_allowed(tp[0], view):
+            b.set_election(Election.UNCLEAN)
+        return b
+
+    def apply(
+        self,
+        tp: TopicIdPartition,
+        partition: PartitionRegistration,
+        record: ApiMessageAndVersion,
+        records: list[ApiMessageAndVersion],
+        view: OperationView,
+    ) -> PartitionRegistration:
+        records.append(record)
+        merged = partition.merge(record.message)
+        view.partitions[tp] = merged
+        return merged
+
+    def generate_leader_and_isr_updates(
+        self,
+        broker_to_remove: int,
+        broker_to_add: int,
+        partitions: Iterable[TopicIdPartition],
+        records: list[ApiMessageAndVersion],
+        view: OperationView,
+    ) -> None:
+        """Take `broker_to_remove` out of each partition's ISR and leadership, or let
+        `broker_to_add` lead although it is still fenced; elect where the leader has to change."""
+        accept = self.acceptor(view, broker_to_remove, broker_to_add)
+        for tp in partitions:
+            partition = self.partition(tp, view)
+            if partition is None:
+                continue
+            builder = self.builder(tp, partition, accept, view)
+            if broker_to_remove != NO_LEADER and broker_to_remove in partition.isr:
+                builder.set_target_isr([b for b in partition.isr if b != broker_to_remove])
+            record = builder.build()
+            if record is not None:
+                self.apply(tp, partition, record, records, view)
+
+    def _registration_change(
+        self, registration: BrokerRegistration, **fields: int | list[Uuid]
+    ) -> ApiMessageAndVersion:
+        version = 2 if "LogDirs" in fields else 1 if "InControlledShutdown" in fields else 0
+        record = BrokerRegistrationChangeRecord(
+            BrokerId=registration.id, BrokerEpoch=registration.epoch, **fields
+        )
+        return ApiMessageAndVersion(record, version)
+
+    def handle_broker_fenced(
+        self, broker_id: int, records: list[ApiMessageAndVersion], view: OperationView
+    ) -> None:
+        """Out of every ISR and leadership, then fenced."""
+        registration = self.registration(broker_id, view)
+        if registration is None:
+            raise ValueError(f"BUG: fencing unregistered broker {broker_id}")
+        self.generate_leader_and_isr_updates(
+            broker_id, NO_LEADER, self.partitions_with_isr_member(broker_id), records, view
+        )
+        if registration.fenced:
+            return
+        if self.features.metadata_version >= MV_3_3_IV2:
+            records.append(self._registration_change(registration, Fenced=1))
+        else:
+            records.append(ApiMessageAndVersion(FenceBrokerRecord(Id=broker_id, Epoch=registration.epoch), 0))
+        view.registrations[broker_id] = registration.with_changes(fenced=True)
+
+    def handle_broker_unfenced(
+        self, broker_id: int, records: list[ApiMessageAndVersion], view: OperationView
+    ) -> None:
+        """Unfenced, then leaders for the leaderless partitions it is a replica of."""
+        registration = self.registration(broker_id, view)
+        if registration is None:
+            raise ValueError(f"BUG: unfencing unregistered broker {broker_id}")
+        if self.features.metadata_version >= MV_3_3_IV2:
+            records.append(self._registration_change(registration, Fenced=-1))
+        else:
+            records.append(
+                ApiMessageAndVersion(UnfenceBrokerRecord(Id=broker_id, Epoch=registration.epoch), 0)
+            )
+        view.registrations[broker_id] = registration.with_changes(fenced=False)
+        leaderless = self._leaderless
+        candidates = {
+            tp: None for tps in self._replicas.get(broker_id, {}).values() for tp in tps if tp in leaderless
+        }
+        # Partitions this operation has already left leaderless count too.
+        for tp, p in view.partitions.items():
+            if p.leader == NO_LEADER and broker_id in p.replicas:
+                candidates[tp] = None
+        self.generate_leader_and_isr_updates(NO_LEADER, broker_id, candidates, records, view)
+
+    def handle_broker_in_controlled_shutdown(
+        self, broker_id: int, records: list[ApiMessageAndVersion], view: OperationView
+    ) -> None:
+        registration = self.registration(broker_id, view)
+        if registration is None:
+            raise ValueError(f"BUG: controlled shutdown of unregistered broker {broker_id}")
+        if self.features.metadata_version >= MV_3_3_IV3 and not registration.in_controlled_shutdown:
+            records.append(self._registration_change(registration, InControlledShutdown=1))
+            view.registrations[broker_id] = registration.with_changes(in_controlled_shutdown=True)
+        self.generate_leader_and_isr_updates(
+            broker_id, NO_LEADER, self.partitions_with_isr_member(broker_id), records, view
+        )
+
+    def handle_directories_offline(
+        self,
+        registration: BrokerRegistration,
+        offline: list[Uuid],
+        records: list[ApiMessageAndVersion],
+        view: OperationView,
+    ) -> list[Uuid]:
+        """The broker's replicas in `offline` leave ISRs and leadership; its online dirs shrink.
+
+        Returns the dirs that stay online. When none would, no BrokerRegistrationChangeRecord is
+        written (an empty LogDirs reads as "unchanged"); the caller fences the broker instead.
+        """
+        for d in offline:
+            self.generate_leader_and_isr_updates(
+                registration.id, NO_LEADER, self.partitions_on(registration.id, d), records, view
+            )
+        gone = set(offline)
+        remaining = [d for d in registration.directories if d not in gone]
+        if remaining:
+            records.append(self._registration_change(registration, LogDirs=remaining))
+            view.registrations[registration.id] = registration.with_changes(directories=tuple(remaining))
+        return remaining
+
+    def handle_replicas_now_offline(
+        self,
+        before: BrokerRegistration,
+        after: BrokerRegistration,
+        records: list[ApiMessageAndVersion],
+        view: OperationView,
+    ) -> None:
+        """A registration change that turns some of the broker's replicas offline (it registers
+        again with fewer dirs): those replicas leave ISRs and leadership, as for a failed dir."""
+        for d in list(self._replicas.get(before.id, {})):
+            if before.directory_online(d) and not after.directory_online(d):
+                self.generate_leader_and_isr_updates(
+                    before.id, NO_LEADER, self.partitions_on(before.id, d), records, view
+                )
+
+    def state(self) -> tuple[object, ...]:
+        topics = {tid: (t.name, dict(t.partitions)) for tid, t in self.topics.items()}
+        replicas = {b: {d: set(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()}
+        return (
+            topics,
+            dict(self.topics_by_name),
+            replicas,
+            {b: set(tps) for b, tps in self._isr.items()},
+            {b: set(tps) for b, tps in self._leaders.items()},
+            set(self._leaderless),
+        )
