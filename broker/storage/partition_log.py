@@ -44,7 +44,7 @@ from broker.storage.errors import (
 )
 from broker.storage.leader_epoch_cache import (
     LEADER_EPOCH_CHECKPOINT_FILE,
-    UNDEFINED_EPOCH_OFFSET,
+    UNDEFINED_OFFSET,
     LeaderEpochFileCache,
 )
 from broker.storage.log_config import LogConfig
@@ -206,6 +206,10 @@ class PartitionLog:
             torn = seg.load(recover=recover, is_last=is_last, on_batch=on_batch)
             if torn is not None:
                 self.recovery_report = torn
+            if not is_last and seg.dirty:
+                seg.on_become_inactive()  # rebuilt indexes go to disk before anything is appended
+            elif not is_last:
+                seg.close_index_handles()
             previous = seg
         if not self._segments:
             start = max(log_start_offset, 0)
@@ -481,7 +485,7 @@ class PartitionLog:
         """OffsetsForLeaderEpoch: the largest epoch <= `leader_epoch` we know and where it ends."""
         self._check_open()
         epoch, offset = self.epoch_cache.end_offset_for(leader_epoch, self.log_end_offset)
-        if offset == UNDEFINED_EPOCH_OFFSET:
+        if offset == UNDEFINED_OFFSET:
             return None
         return EpochEndOffset(epoch, offset)
 

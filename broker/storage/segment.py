@@ -74,7 +74,9 @@ class LogSegment:
             partition_dir / (segment_name(base_offset) + INDEX_SUFFIX), base_offset, max_index_entries
         )
         self.time_index = TimeIndex(
-            partition_dir / (segment_name(base_offset) + TIME_INDEX_SUFFIX), base_offset, max_index_entries
+            partition_dir / (segment_name(base_offset) + TIME_INDEX_SUFFIX),
+            base_offset,
+            max_index_entries * OffsetIndex.ENTRY_SIZE // TimeIndex.ENTRY_SIZE,
         )
         self.dirty = False
         self._reset_stats()
@@ -284,6 +286,9 @@ class LogSegment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
         self.dirty = True
         self.flush()
+        self.close_index_handles()
+
+    def close_index_handles(self) -> None:
         self.offset_index.close_handle()
         self.time_index.close_handle()
 

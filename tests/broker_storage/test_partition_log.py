@@ -39,7 +39,7 @@ def test_new_log_is_empty_and_writes_partition_metadata(tmp_path: Path) -> None:
     assert log.topic_partition == ("orders", 3)
     assert read_partition_metadata(tmp_path / "orders-3") == topic_id
     text = (tmp_path / "orders-3" / "partition.metadata").read_text()
-    assert text == f"version: 0\ntopic_id: {topic_id}\n"
+    assert text == f"version: 0\ntopic_id: {topic_id}"
     assert log.read(0, 1000).records == b""
     log.close()
 

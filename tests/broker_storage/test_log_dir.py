@@ -1,0 +1,136 @@
+"""LogDir: one I/O thread per dir, and a failure channel that fires exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from broker.storage import LogDir, LogDirOfflineError, LogDirStallError, PartitionLog
+from broker.storage.dir_names import DirKind, TopicPartition, future_dir_name
+from protocol.errors import Errors
+from protocol.uuid import Uuid
+from tests.broker_storage.batches import value_batch
+
+
+class Failures:
+    def __init__(self) -> None:
+        self.calls: list[tuple[LogDir, BaseException]] = []
+
+    def __call__(self, log_dir: LogDir, exc: BaseException) -> None:
+        self.calls.append((log_dir, exc))
+
+
+def eio() -> None:
+    raise OSError(errno.EIO, "Input/output error")
+
+
+@pytest.fixture
+def failures() -> Failures:
+    return Failures()
+
+
+@pytest.fixture
+def log_dir(tmp_path: Path, failures: Failures):
+    d = LogDir(tmp_path, Uuid.random(), failures)
+    yield d
+    d.close()
+
+
+async def test_runs_on_the_dirs_own_thread(log_dir: LogDir) -> None:
+    name = await log_dir.run(lambda: threading.current_thread().name)
+    assert name.startswith(f"logdir-{log_dir.dir_id}")
+    assert await log_dir.run(pow, 2, 10) == 1024
+
+
+async def test_oserror_takes_the_dir_offline_once(log_dir: LogDir, failures: Failures) -> None:
+    with pytest.raises(LogDirOfflineError) as e:
+        await log_dir.run(eio)
+    assert e.value.code == Errors.KAFKA_STORAGE_ERROR
+    assert isinstance(e.value.__cause__, OSError) and e.value.__cause__.errno == errno.EIO
+    assert not log_dir.online
+    ran = []
+    with pytest.raises(LogDirOfflineError):
+        await log_dir.run(ran.append, 1)
+    assert ran == [], "nothing is submitted to an offline dir"
+    assert log_dir.fail(OSError(errno.EIO, "again")) is False
+    assert len(failures.calls) == 1
+    assert failures.calls[0][0] is log_dir and failures.calls[0][1] is e.value.__cause__
+
+
+async def test_concurrent_failures_report_once(log_dir: LogDir, failures: Failures) -> None:
+    results = await asyncio.gather(*(log_dir.run(eio) for _ in range(5)), return_exceptions=True)
+    assert all(isinstance(r, LogDirOfflineError) for r in results)
+    assert len(failures.calls) == 1
+
+
+async def test_other_errors_pass_through_and_keep_the_dir_online(log_dir: LogDir, failures: Failures) -> None:
+    def bad_input() -> None:
+        raise ValueError("not a disk problem")
+
+    with pytest.raises(ValueError, match="not a disk problem"):
+        await log_dir.run(bad_input)
+    assert log_dir.online and failures.calls == []
+
+
+async def test_timeout_abandons_the_call_and_fails_queued_work(log_dir: LogDir, failures: Failures) -> None:
+    release = threading.Event()
+    stuck = asyncio.ensure_future(log_dir.run(release.wait, timeout=0.2))
+    await asyncio.sleep(0)
+    queued = asyncio.ensure_future(log_dir.run(lambda: "never", timeout=60))
+    try:
+        with pytest.raises(LogDirOfflineError) as e:
+            await stuck
+        assert isinstance(e.value.__cause__, LogDirStallError)
+        with pytest.raises(LogDirOfflineError):
+            await queued
+        assert len(failures.calls) == 1 and isinstance(failures.calls[0][1], LogDirStallError)
+    finally:
+        release.set()  # let the abandoned thread finish so the test process can exit
+
+
+async def test_probe_and_usage(log_dir: LogDir, tmp_path: Path) -> None:
+    await log_dir.run(log_dir.probe)
+    assert list(tmp_path.iterdir()) == []
+    usage = await log_dir.run(log_dir.usage)
+    assert usage.total_bytes > 0 and 0 <= usage.usable_bytes <= usage.total_bytes
+
+
+async def test_probe_of_a_vanished_dir_fails_it(tmp_path: Path, failures: Failures) -> None:
+    path = tmp_path / "disk"
+    path.mkdir()
+    d = LogDir(path, Uuid.random(), failures)
+    shutil.rmtree(path)
+    with pytest.raises(LogDirOfflineError):
+        await d.run(d.probe)
+    assert len(failures.calls) == 1 and isinstance(failures.calls[0][1], FileNotFoundError)
+    d.close()
+
+
+async def test_lists_partition_dirs(log_dir: LogDir, tmp_path: Path) -> None:
+    tp = TopicPartition("orders", 2)
+    for name in ("orders-0", "orders-2", future_dir_name(tp), "__cluster_metadata-0", "lost+found", "junk"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "replication-offset-checkpoint").write_text("0\n0\n")
+    found = await log_dir.run(log_dir.list_partition_dirs)
+    assert [(p.topic_partition, p.kind) for p in found] == [
+        (TopicPartition("orders", 0), DirKind.LOG),
+        (tp, DirKind.LOG),
+        (tp, DirKind.FUTURE),
+    ]
+    with_meta = log_dir.list_partition_dirs(include_metadata=True)
+    assert TopicPartition("__cluster_metadata", 0) in {p.topic_partition for p in with_meta}
+
+
+async def test_partition_log_through_the_dir(log_dir: LogDir, tmp_path: Path) -> None:
+    log = await log_dir.run(PartitionLog.open, tmp_path / "t-0")
+    r = await log_dir.run(log.append_as_leader, value_batch(3), 1)
+    await log_dir.run(log.flush)
+    assert r.first_offset == 0 and log.recovery_point == 3
+    data = await log_dir.run(log.read, 0, 1 << 20)
+    assert data.next_offset == 3
+    await log_dir.run(log.close)
