@@ -19,7 +19,8 @@ from kraftpy.disk.errors import (
 )
 from kraftpy.disk.holders import find_holders
 from kraftpy.disk.janitor import cleanup_leftovers
-from kraftpy.disk.loopdisk import DiskSet, DiskStatus, LoopDisk
+from kraftpy.disk.live import DiskStatus
+from kraftpy.disk.loopdisk import DiskSet, LoopDisk
 from kraftpy.disk.sizes import format_size, parse_size
 from kraftpy.disk.state import DiskRecord, DiskState
 from kraftpy.disk.store import default_state_dir

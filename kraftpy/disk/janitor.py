@@ -9,8 +9,9 @@ from pathlib import Path
 
 from kraftpy.disk.errors import DiskError
 from kraftpy.disk.fs import unmount_lazy
+from kraftpy.disk.live import current_mounts
 from kraftpy.disk.loopdev import LoopDevice, attached_loop_devices, detach, set_size_limit, wait_detached
-from kraftpy.disk.mounts import is_under, parse_mountinfo, read_mountinfo
+from kraftpy.disk.mounts import is_under, parse_mountinfo
 from kraftpy.disk.state import IMAGE_SUFFIX
 from kraftpy.disk.tools import run, which
 
@@ -29,7 +30,7 @@ def release(
         with contextlib.suppress(DiskError, OSError):
             set_size_limit(path, 0)  # a yanked fs flushes its last writes to a whole device
     for _ in range(8):  # stacked mounts of the same device come off one per pass
-        entries = [e for e in _safe_mountinfo() if e.device in numbers or e.mountpoint in extra_mountpoints]
+        entries = [e for e in current_mounts() if e.device in numbers or e.mountpoint in extra_mountpoints]
         if not entries:
             break
         # Deepest first, so a mount inside another is not hidden by its parent's lazy unmount.
@@ -44,13 +45,6 @@ def release(
         else:
             actions.append(f"{path}: detached")
     return actions
-
-
-def _safe_mountinfo():
-    try:
-        return read_mountinfo()
-    except OSError:
-        return []
 
 
 def _backing_of(dev: str) -> str | None:
@@ -106,7 +100,7 @@ def cleanup_leftovers(prefix: str | os.PathLike[str] | None = None) -> list[str]
         if base == "/":
             raise DiskError("refusing to clean up under / : give the directory your disks live in")
     devices = [(d.path, d.device) for d in select_leftovers(attached_loop_devices(), base)]
-    extra = {e.mountpoint for e in _safe_mountinfo() if base and is_under(e.mountpoint, base)}
+    extra = {e.mountpoint for e in current_mounts() if base and is_under(e.mountpoint, base)}
     if not devices and not extra:
         return []
     return release(devices, extra)

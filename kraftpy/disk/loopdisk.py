@@ -11,15 +11,14 @@ import dataclasses
 import datetime
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from kraftpy.disk import faults
 from kraftpy.disk.errors import CommandFailedError, DiskBusyError, DiskError, DiskExistsError, Holder
 from kraftpy.disk.fs import check_filesystem, make_filesystem, mount, unmount
 from kraftpy.disk.holders import find_holders
 from kraftpy.disk.janitor import cleanup_leftovers, release
+from kraftpy.disk.live import DiskStatus, current_mounts, live_view, status_of
 from kraftpy.disk.loopdev import (
     LoopDevice,
     attach,
@@ -28,7 +27,6 @@ from kraftpy.disk.loopdev import (
     set_size_limit,
     wait_detached,
 )
-from kraftpy.disk.mounts import MountEntry, read_mountinfo
 from kraftpy.disk.sizes import parse_size
 from kraftpy.disk.state import (
     DEFAULT_SIZE,
@@ -46,54 +44,6 @@ from kraftpy.disk.state import (
 )
 from kraftpy.disk.store import StateStore, default_state_dir
 from kraftpy.disk.tools import require_root, require_tools
-
-
-@dataclass(frozen=True)
-class DiskStatus:
-    """One line of `kraftpy disk list`: the record as the kernel sees it now."""
-
-    name: str
-    fs: str
-    size_bytes: int
-    loop_device: str | None
-    mountpoint: str
-    state: DiskState
-    used_bytes: int | None
-    total_bytes: int | None
-    image: str
-
-    def to_json(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["state"] = self.state.value
-        return d
-
-
-@dataclass(frozen=True)
-class _Live:
-    """The disk's loop device and mount right now, if both are there."""
-
-    devices: list[LoopDevice]
-    mount: MountEntry | None
-
-    @property
-    def numbers(self) -> set[tuple[int, int]]:
-        return {d.device for d in self.devices}
-
-    @property
-    def device(self) -> LoopDevice | None:
-        if self.mount is None:
-            return None
-        return next((d for d in self.devices if d.device == self.mount.device), None)
-
-
-def _live(record: DiskRecord) -> _Live:
-    image = os.path.realpath(record.image)
-    devices = [d for d in attached_loop_devices() if d.backing_file == image]
-    numbers = {d.device for d in devices}
-    mount_entry = next(
-        (e for e in read_mountinfo() if e.device in numbers and e.mountpoint == record.mountpoint), None
-    )
-    return _Live(devices, mount_entry)
 
 
 def _now() -> str:
@@ -149,30 +99,7 @@ class DiskSet:
         return self.store.load().get(name)
 
     def list(self) -> list[DiskStatus]:
-        return [self._status(r) for r in self.store.load()]
-
-    def _status(self, record: DiskRecord) -> DiskStatus:
-        live = _live(record)
-        dev = live.device
-        state = observed_state(record, mounted=live.mount is not None, attached=dev is not None)
-        used = total = None
-        if dev is not None:
-            with contextlib.suppress(OSError):
-                # statvfs answers even on a shut-down filesystem.
-                st = os.statvfs(record.mountpoint)
-                total = st.f_blocks * st.f_frsize
-                used = (st.f_blocks - st.f_bfree) * st.f_frsize
-        return DiskStatus(
-            name=record.name,
-            fs=record.fs,
-            size_bytes=record.size_bytes,
-            loop_device=dev.path if dev else (live.devices[0].path if live.devices else None),
-            mountpoint=record.mountpoint,
-            state=state,
-            used_bytes=used,
-            total_bytes=total,
-            image=record.image,
-        )
+        return [status_of(r) for r in self.store.load()]
 
     # ------------------------------------------------------------------ create / destroy
 
@@ -240,7 +167,7 @@ class DiskSet:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(image)
             actions.append(f"{image}: removed")
-        if record.owns_mountpoint and not any(e.mountpoint == record.mountpoint for e in _mountinfo()):
+        if record.owns_mountpoint and not any(e.mountpoint == record.mountpoint for e in current_mounts()):
             with contextlib.suppress(OSError):
                 os.rmdir(record.mountpoint)  # only if empty: never delete anyone's files
         table = self.store.load()
@@ -282,15 +209,8 @@ def _parse_size(size: str | int) -> int:
         raise DiskError(str(e)) from None
 
 
-def _mountinfo() -> list[MountEntry]:
-    try:
-        return read_mountinfo()
-    except OSError:
-        return []
-
-
 def _check_mountpoint_free(mp: str) -> None:
-    if any(e.mountpoint == mp for e in _mountinfo()):
+    if any(e.mountpoint == mp for e in current_mounts()):
         raise DiskExistsError(f"something is already mounted at {mp}")
     if os.path.lexists(mp):
         if not os.path.isdir(mp):
@@ -339,18 +259,18 @@ class LoopDisk:
         return self.status().state
 
     def status(self) -> DiskStatus:
-        return self.disk_set._status(self.record)
+        return status_of(self.record)
 
     def holders(self) -> list[Holder]:
         record = self.record
-        return find_holders(record.mountpoint, _live(record).numbers)
+        return find_holders(record.mountpoint, live_view(record).numbers)
 
     # ------------------------------------------------------------------ faults
 
     def _prepare(self, op: Operation, action: str) -> tuple[DiskRecord, LoopDevice]:
         require_root(action)
         record = self.record
-        live = _live(record)
+        live = live_view(record)
         dev = live.device
         check_allowed(
             record, op, observed_state(record, mounted=live.mount is not None, attached=dev is not None)
@@ -412,12 +332,12 @@ class LoopDisk:
             check_allowed(record, Operation.HEAL)
             if not os.path.exists(record.image):
                 raise DiskError(f"image {record.image} of disk {self.name} is gone; destroy the disk")
-            live = _live(record)
+            live = live_view(record)
             holders = find_holders(record.mountpoint, live.numbers)
             if holders:
                 raise DiskBusyError(self.name, holders)
             actions = []
-            mounts = [e for e in _mountinfo() if e.device in live.numbers]
+            mounts = [e for e in current_mounts() if e.device in live.numbers]
             for mp in sorted({e.mountpoint for e in mounts}, key=lambda m: m.count("/"), reverse=True):
                 try:
                     unmount(mp)
@@ -444,7 +364,7 @@ class LoopDisk:
             except BaseException:
                 detach(dev)
                 raise
-            device = _live(record).device
+            device = live_view(record).device
             if device is None:
                 raise DiskError(f"{dev} did not show up mounted at {record.mountpoint}")
             if os.path.lexists(os.path.join(record.mountpoint, FILLER_NAME)):

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,9 @@ ENTRY = "import sys; from kraftpy.cli.main import main; sys.exit(main())"
 def kraftpy(
     *args: str, python: str = sys.executable, prefix: tuple[str, ...] = ()
 ) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(REPO), "PYTHONDONTWRITEBYTECODE": "1"}
+    # The venv's packages by path too, for an interpreter other than the venv's own (the non-root test).
+    path = [str(REPO), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
         [*prefix, python, "-c", ENTRY, *args],
         capture_output=True,
@@ -128,9 +131,15 @@ def test_bad_input_is_one_line_and_changes_nothing(state: Path) -> None:
 
 
 def test_non_root_gets_a_clear_error(tmp_path: Path) -> None:
+    # The venv's interpreter may live in root's home, out of nobody's reach; the system one of the same
+    # minor version runs the same code with the venv's packages on PYTHONPATH.
     system_python = "/usr/bin/python3"
     if os.geteuid() != 0 or not shutil.which("setpriv") or not os.access(system_python, os.X_OK):
         pytest.skip("needs root, setpriv and /usr/bin/python3 to run a command as nobody")
+    probe = [system_python, "-c", "import sys; print(sys.version_info[:2])"]
+    version = subprocess.run(probe, capture_output=True, text=True, check=False).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"/usr/bin/python3 is Python {version}, the venv's is {sys.version_info[:2]}")
     state = tmp_path / "state"
     nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
     p = kraftpy("disk", "create", "d0", "--state-dir", str(state), python=system_python, prefix=nobody)
