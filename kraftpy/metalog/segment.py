@@ -24,7 +24,6 @@ from protocol.record_batch import (
     LOG_OVERHEAD,
     BatchHeader,
     CorruptBatchError,
-    TruncatedBatchError,
     read_batch_header,
 )
 
@@ -32,6 +31,7 @@ INDEX_INTERVAL_BYTES = 4096
 _SCAN_CHUNK = 8 << 20
 _LENGTH = struct.Struct(">i")
 _HEADER = struct.Struct(">qiibIhiqqqhii")  # the 61-byte v2 batch header
+_MAGIC_AT = 16  # position of the magic byte in a batch
 
 
 @dataclass(frozen=True)
@@ -42,10 +42,6 @@ class TornTail:
     position: int
     bytes_cut: int
     reason: str
-
-
-def _all_zero(buf: bytes, start: int) -> bool:
-    return not buf[start:].strip(b"\x00")
 
 
 class Segment:
@@ -126,21 +122,16 @@ class Segment:
                 continue
             try:
                 h = read_batch_header(buf, rel)
-            except TruncatedBatchError as e:
-                if is_last:
-                    return self._torn(pos, size, e.reason)
-                raise CorruptLogError(self.path, pos, e.reason) from None
-            except CorruptBatchError as e:
-                if is_last and _all_zero(buf, rel):
-                    return self._torn(pos, size, f"zero bytes after the last batch ({e.reason})")
-                raise CorruptLogError(self.path, pos, e.reason) from None
+            except CorruptBatchError as e:  # TruncatedBatchError included
+                return self._damaged(pos, size, e.reason, is_last)
             end = rel + h.length + LOG_OVERHEAD
             crc = crc32c(buf[rel + CRC_START : end])
             if crc != h.crc:
-                reason = f"CRC-32C mismatch in the batch at offset {h.base_offset}: stored {h.crc:#010x}, computed {crc:#010x}"
-                if is_last and start + end == size:
-                    return self._torn(pos, size, reason)
-                raise CorruptLogError(self.path, pos, reason)
+                reason = (
+                    f"CRC-32C mismatch in the batch at offset {h.base_offset}: "
+                    f"stored {h.crc:#010x}, computed {crc:#010x}"
+                )
+                return self._damaged(pos, size, reason, is_last)
             if h.base_offset != expected:
                 raise CorruptLogError(
                     self.path, pos, f"batch starts at offset {h.base_offset}, expected {expected}"
@@ -154,8 +145,29 @@ class Segment:
             pos += h.size
         return None
 
-    def _torn(self, position: int, size: int, reason: str) -> TornTail:
-        return TornTail(self.path, position, size - position, reason)
+    def _damaged(self, position: int, size: int, reason: str, is_last: bool) -> TornTail:
+        """A bad batch at `position`: a torn tail when it is in the last segment and no whole batch
+        follows it (a torn write only ever damages the end), else corruption."""
+        if is_last:
+            follows = self._whole_batch_after(position, size)
+            if follows is None:
+                return TornTail(self.path, position, size - position, reason)
+            reason += f"; a whole batch follows at file position {follows}"
+        raise CorruptLogError(self.path, position, reason)
+
+    def _whole_batch_after(self, position: int, size: int) -> int | None:
+        """File position of the first CRC-valid batch starting after `position`, if any."""
+        data = os.pread(self._fd, size - position - 1, position + 1)
+        i = data.find(b"\x02", _MAGIC_AT)
+        while i >= 0:
+            c = i - _MAGIC_AT
+            length = _LENGTH.unpack_from(data, c + 8)[0]
+            end = c + LOG_OVERHEAD + length
+            sane = length >= BATCH_OVERHEAD - LOG_OVERHEAD and end <= len(data)
+            if sane and crc32c(data[c + CRC_START : end]) == int.from_bytes(data[c + 17 : c + 21], "big"):
+                return position + 1 + c
+            i = data.find(b"\x02", i + 1)
+        return None
 
     def _note_batch(
         self, base_offset: int, next_offset: int, position: int, size: int, timestamp: int

@@ -114,3 +114,18 @@ def test_opening_the_real_samples_read_only_changes_nothing(samples_dir: Path) -
         with MetadataLog.open(sample, read_only=True) as log:
             assert log.recovery.clean
             assert log.log_end_offset > 0
+
+
+def test_damaged_length_in_the_middle_of_the_last_segment_is_not_taken_for_a_torn_tail(
+    samples_dir: Path, tmp_path: Path
+) -> None:
+    root = sample_copy(samples_dir, tmp_path)
+    seg = root / PARTITION_DIR / SEGMENT
+    data = bytearray(seg.read_bytes())
+    pos, _size, _base = batch_positions(bytes(data))[100]
+    data[pos + 8 : pos + 12] = (10**8).to_bytes(4, "big")  # a Length running past the end of the file
+    seg.write_bytes(bytes(data))
+    with pytest.raises(CorruptLogError, match="a whole batch follows") as err:
+        MetadataLog.open(root)
+    assert err.value.position == pos
+    assert seg.read_bytes() == bytes(data)
