@@ -23,7 +23,13 @@ from pathlib import Path
 import pytest
 
 from kraftpy.disk import DiskSet, LoopDisk, cleanup_leftovers, have_tools
-from tests.conftest import require_real
+
+
+def _require_real(what: str, available: bool) -> None:
+    # Imported late: tests/conftest.py imports this module at its end.
+    from tests.conftest import require_real
+
+    require_real(what, available)
 
 
 def real_disks_available(fs: str = "ext4") -> bool:
@@ -48,7 +54,7 @@ class RealDisks:
         owner: tuple[int, int] | None = None,
     ) -> LoopDisk:
         if fs != "ext4":
-            require_real(f"{fs} tools (mkfs.{fs})", real_disks_available(fs))
+            _require_real(f"{fs} tools (mkfs.{fs})", real_disks_available(fs))
         if name is None:
             name = f"d{self._count}"
         self._count += 1
@@ -81,7 +87,7 @@ class RealDisks:
 
 @pytest.fixture
 def real_disks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealDisks]:
-    require_real("root with losetup and mkfs.ext4 (loop-device disks)", real_disks_available("ext4"))
+    _require_real("root with losetup and mkfs.ext4 (loop-device disks)", real_disks_available("ext4"))
     disks = RealDisks(tmp_path_factory.mktemp("disks"))
     try:
         yield disks
