@@ -101,6 +101,8 @@ def verify_file(path: Path) -> FileReport:
     report = FileReport(path, size=len(data))
     pos = 0
     end = len(data)
+    next_offset: int | None = None
+    last_epoch = -1
     while pos < end:
         try:
             batch = decode_batch(data, pos, verify_crc=True)
@@ -108,6 +110,31 @@ def verify_file(path: Path) -> FileReport:
             report.failure = VerifyFailure(path, e.offset_in_file, _offset_hint(data, pos), e.reason)
             return report
         size = batch.length + LOG_OVERHEAD
+        # BaseOffset and PartitionLeaderEpoch sit outside the CRC: offsets must follow on and
+        # epochs never go back, or a damaged header would pass unnoticed
+        if next_offset is not None and batch.base_offset != next_offset:
+            report.failure = VerifyFailure(
+                path, pos, batch.base_offset, f"batch base offset {batch.base_offset}, expected {next_offset}"
+            )
+            return report
+        if batch.partition_leader_epoch < last_epoch:
+            report.failure = VerifyFailure(
+                path,
+                pos,
+                batch.base_offset,
+                f"leader epoch {batch.partition_leader_epoch} is lower than the previous batch's {last_epoch}",
+            )
+            return report
+        if batch.last_offset_delta != len(batch.records) - 1 and batch.records:
+            report.failure = VerifyFailure(
+                path,
+                pos,
+                batch.base_offset,
+                f"last offset delta {batch.last_offset_delta} with {len(batch.records)} records",
+            )
+            return report
+        next_offset = batch.base_offset + batch.last_offset_delta + 1
+        last_epoch = batch.partition_leader_epoch
         report.batches += 1
         report.control_batches += batch.is_control
         report.records += len(batch.records)
