@@ -61,20 +61,20 @@ class LogConfig:
         values: dict[str, int] = {}
         for attr, broker_name in _TOPIC_KEYS.values():
             if broker_name in configs:
-                values[attr] = int(configs[broker_name])
+                values[attr] = _int(configs, broker_name)
         if "producer.id.expiration.ms" in configs:
-            values["producer_id_expiration_ms"] = int(configs["producer.id.expiration.ms"])
+            values["producer_id_expiration_ms"] = _int(configs, "producer.id.expiration.ms")
         values.update(_topic_overrides(configs))
         assert set(values) <= known
         return cls(**values)
 
 
 def _topic_overrides(configs: Mapping[str, str | int]) -> dict[str, int]:
-    out = {}
-    for key, (attr, _) in _TOPIC_KEYS.items():
-        if key in configs:
-            try:
-                out[attr] = int(configs[key])
-            except ValueError:
-                raise ValueError(f"{key}={configs[key]!r} is not a number") from None
-    return out
+    return {attr: _int(configs, key) for key, (attr, _) in _TOPIC_KEYS.items() if key in configs}
+
+
+def _int(configs: Mapping[str, str | int], key: str) -> int:
+    try:
+        return int(configs[key])
+    except ValueError:
+        raise ValueError(f"{key}={configs[key]!r} is not a number") from None
