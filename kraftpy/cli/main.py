@@ -13,10 +13,9 @@ import sys
 from collections.abc import Sequence
 
 import kraftpy.cli as cli_pkg
+from kraftpy.cli.errors import UserError
 
-
-class UserError(Exception):
-    """Bad input from the person at the terminal: printed as one line, exit code 2, no traceback."""
+__all__ = ["UserError", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
-        if info.name.startswith("_") or info.name == "main":
+        if info.name.startswith("_") or info.name in ("main", "errors"):
             continue
         module = importlib.import_module(f"kraftpy.cli.{info.name}")
         add = getattr(module, "add_parser", None)
