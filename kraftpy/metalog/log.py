@@ -581,6 +581,12 @@ class MetadataLog:
             return
         if offset < self._log_start:
             raise OffsetOutOfRangeError(f"cannot truncate to {offset}, below the log start {self._log_start}")
+        latest = self.latest_snapshot()
+        if latest is not None and offset < latest.offset:
+            # snapshots hold committed data only, and committed data is never truncated
+            raise OffsetOutOfRangeError(
+                f"cannot truncate to {offset}, below the latest snapshot {latest.offset}"
+            )
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             seg = self._segments.pop()
             self._unflushed.discard(seg)
