@@ -12,6 +12,8 @@ from enum import IntEnum
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from kraftpy.image.errors import MetadataReplayError
+
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
 
@@ -77,7 +79,10 @@ class FeaturesDelta:
             self.changes[rec.Name] = rec.FeatureLevel or None
 
     def replay_zk_migration_state(self, rec: Any) -> None:
-        self.zk_migration_state_change = ZkMigrationState(rec.ZkMigrationState)
+        try:
+            self.zk_migration_state_change = ZkMigrationState(rec.ZkMigrationState)
+        except ValueError:
+            raise MetadataReplayError(f"invalid ZkMigrationState {rec.ZkMigrationState}") from None
 
     def apply(self) -> FeaturesImage:
         versions = dict(self.image.finalized_versions)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from kraftpy.image.errors import InvalidReplicaDirectoriesError
+from kraftpy.image.errors import InvalidReplicaDirectoriesError, MetadataReplayError
 from protocol.uuid import MIGRATING, Uuid
 
 NO_LEADER = -1
@@ -32,6 +32,13 @@ NO_RECOVERY_STATE_CHANGE = -1
 
 def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
     return () if values is None else tuple(int(v) for v in values)
+
+
+def _recovery_state(value: int) -> LeaderRecoveryState:
+    try:
+        return LeaderRecoveryState(value)
+    except ValueError:
+        raise MetadataReplayError(f"invalid LeaderRecoveryState {value}") from None
 
 
 def _all_migrating(n: int) -> tuple[Uuid, ...]:
@@ -76,7 +83,7 @@ class PartitionRegistration:
             removing_replicas=_ints(rec.RemovingReplicas),
             adding_replicas=_ints(rec.AddingReplicas),
             leader=rec.Leader,
-            leader_recovery_state=LeaderRecoveryState(rec.LeaderRecoveryState),
+            leader_recovery_state=_recovery_state(rec.LeaderRecoveryState),
             leader_epoch=rec.LeaderEpoch,
             partition_epoch=rec.PartitionEpoch,
             elr=_ints(getattr(rec, "EligibleLeaderReplicas", None)),
@@ -106,7 +113,7 @@ class PartitionRegistration:
         else:
             leader, leader_epoch = rec.Leader, self.leader_epoch + 1
         lrs = rec.LeaderRecoveryState
-        recovery = self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else LeaderRecoveryState(lrs)
+        recovery = self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else _recovery_state(lrs)
         elr_change = getattr(rec, "EligibleLeaderReplicas", None)
         lkelr_change = getattr(rec, "LastKnownElr", None)
         return PartitionRegistration(

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from kraftpy.image import InvalidReplicaDirectoriesError, LeaderRecoveryState, PartitionRegistration
+from kraftpy.image import (
+    InvalidReplicaDirectoriesError,
+    LeaderRecoveryState,
+    PartitionRegistration,
+)
 from protocol import metadata_records as mr
 from protocol.uuid import LOST, MIGRATING, UNASSIGNED
 from tests.image.records import DIR_1A, DIR_2A, DIR_3A, TOPIC_A, partition
