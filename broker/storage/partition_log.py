@@ -182,6 +182,7 @@ class PartitionLog:
             log.warning("leader epoch checkpoint unreadable, rebuilding it from the log", error=str(e))
             cache = LeaderEpochFileCache(self.dir / LEADER_EPOCH_CHECKPOINT_FILE)
         self.epoch_cache = cache
+        loaded_epochs = cache.entries
         producers = ProducerStateManager()
 
         def on_batch(_pos: int, h: BatchHeader) -> None:
@@ -223,7 +224,8 @@ class PartitionLog:
         self.recovery_point = min(max(recovery_point, self._log_start_offset), leo)
         cache.truncate_from_end(leo, flush=False)
         cache.truncate_from_start(self._log_start_offset, flush=False)
-        cache.flush()
+        if cache.entries != loaded_epochs or not cache.path.exists():
+            cache.flush()
         producers.truncate_head(self._log_start_offset)
 
     def _scan_dir(self) -> list[int]:
