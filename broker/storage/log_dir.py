@@ -23,6 +23,7 @@ flushing its logs rather than return from main.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -87,7 +88,7 @@ class LogDir:
     async def run(self, fn: Callable[[*Ts], T], *args: *Ts, timeout: float | None = None) -> T:
         """Run `fn(*args)` on the dir's thread and return its result.
 
-        `timeout` (seconds; the dir's default when None) bounds the wait. OSError or a timeout takes
+        `timeout` (seconds; the dir's default when None, unbounded when math.inf) bounds the wait. OSError or a timeout takes
         the dir offline and raises LogDirOfflineError from it; other exceptions pass through.
         """
         if self.failure is not None:
@@ -98,6 +99,8 @@ class LogDir:
             raise LogDirOfflineError(self.path, "closed") from None
         fut = asyncio.wrap_future(cfut)
         limit = self.default_timeout if timeout is None else timeout
+        if limit is not None and math.isinf(limit):
+            limit = None  # e.g. opening a large log that must be recovered: no stall limit
         try:
             done, _ = await asyncio.wait({fut}, timeout=limit)
         except asyncio.CancelledError:
