@@ -57,14 +57,17 @@ class OperationResult(Protocol):
 class RecordSink(Protocol):
     """The metadata log as the queue sees it.
 
-    `next_offset` counts records accepted but not yet durable. `append` assigns offsets at once and
-    returns the last one; the log reports durability through the queue's `on_committed`.
+    `next_offset` counts records accepted but not yet durable. `prepare` lays records out at the
+    next offsets and may still refuse them (KafkaError, nothing changed); `schedule` writes what was
+    prepared and returns its last offset. Durability comes back through the queue's `on_committed`.
     """
 
     @property
     def next_offset(self) -> int: ...
 
-    def append(self, records: Sequence[Any], atomic: bool) -> int: ...
+    def prepare(self, records: Sequence[Any], atomic: bool) -> Any: ...
+
+    def schedule(self, prepared: Any) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -262,13 +265,15 @@ class ControllerEventQueue:
         result = ev.fn(WriteContext(now_ms=self._clock_ms(), next_write_offset=base))
         records = list(result.records)
         if records:
+            # Refusals (a batch too large to be atomic) reach the caller before anything changed.
+            prepared = self._sink.prepare(records, result.is_atomic)
             try:
                 for i, record in enumerate(records):
                     self._replay(record, base + i)
             except Exception as e:
                 raise _FatalError(f"replaying its own record failed: {e!r}") from e
             try:
-                last = self._sink.append(records, result.is_atomic)
+                last = self._sink.schedule(prepared)
             except Exception as e:
                 raise _FatalError(f"the metadata log refused {len(records)} records: {e!r}") from e
             if last != base + len(records) - 1:

@@ -25,7 +25,13 @@ class ListLog:
     def next_offset(self) -> int:
         return len(self.records)
 
-    def append(self, records: Sequence[Any], atomic: bool) -> int:
+    def prepare(self, records: Sequence[Any], atomic: bool) -> tuple[list[Any], bool]:
+        if "too-big" in records:
+            raise KafkaError(Errors.RECORD_LIST_TOO_LARGE, "does not fit one batch")
+        return list(records), atomic
+
+    def schedule(self, prepared: tuple[list[Any], bool]) -> int:
+        records, atomic = prepared
         self.records.extend(records)
         self.appends.append((len(records), atomic))
         return len(self.records) - 1
@@ -116,6 +122,13 @@ async def test_refusal_reaches_caller_and_changes_nothing(env: Env) -> None:
         await env.q.write("registerBroker", refuse)
     assert ei.value.code is Errors.INVALID_REGISTRATION
     assert env.log.records == [] and env.state == []
+
+
+async def test_log_refusal_before_replay_changes_nothing(env: Env) -> None:
+    with pytest.raises(KafkaError) as ei:
+        await env.q.write("createTopics", lambda ctx: Result(["a", "too-big"], None, is_atomic=True))
+    assert ei.value.code is Errors.RECORD_LIST_TOO_LARGE
+    assert env.state == [] and env.log.records == []
 
 
 async def test_deadline_passed_in_queue_is_not_run(env: Env) -> None:

@@ -1,0 +1,134 @@
+"""`kraftpy-controller -c FILE`: run the active controller of a single-voter KRaft quorum.
+
+Startup problems a person can fix (a bad or unreadable config, unformatted storage, a metadata log
+that cannot be read) print one line naming the problem and exit non-zero, without a traceback.
+SIGTERM or SIGINT shut down in order: stop listening, drain the event queue, flush, close; exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from controller.errors import StartupError
+
+if TYPE_CHECKING:
+    from kraftpy.config import KafkaConfig
+
+EXIT_USAGE = 2
+EXIT_STARTUP = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kraftpy-controller",
+        description="Run a kraftpy KRaft controller (process.roles=controller) from a Kafka-style config.",
+    )
+    p.add_argument("-c", "--config", required=True, metavar="FILE", help="server .properties file")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config property, overriding the file (repeatable)",
+    )
+    p.add_argument(
+        "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
+    )
+    return p
+
+
+def _overrides(items: Sequence[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise StartupError(f"--override '{item}' is not of the form KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_controller_config(path: str, overrides: dict[str, str]) -> KafkaConfig:
+    """Read the config and check what a controller needs; StartupError with one clear line otherwise."""
+    from kraftpy.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(path, overrides)
+        cfg.require_kraft()
+    except ConfigError as e:
+        raise StartupError(str(e)) from None
+    if not cfg.is_controller:
+        raise StartupError(
+            f"{path}: process.roles is {','.join(cfg.process_roles)}; kraftpy-controller needs the controller role"
+        )
+    if cfg.is_broker:
+        raise StartupError(
+            f"{path}: combined broker+controller mode is not supported; run kraftpy-broker separately"
+        )
+    names = cfg.controller_listener_names or []
+    try:
+        cfg.listener(names[0])
+    except ConfigError as e:
+        raise StartupError(str(e)) from None
+    voters = cfg.quorum_voters
+    if len(voters) > 1:
+        raise StartupError(
+            f"{path}: controller.quorum.voters names {len(voters)} voters; kraftpy runs a single-voter quorum"
+        )
+    return cfg
+
+
+async def _serve(cfg: KafkaConfig) -> int:
+    from controller.server import ControllerServer
+
+    server = ControllerServer(cfg)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await server.start()
+    except StartupError:
+        await server.stop()
+        raise
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_controller_config(args.config, _overrides(args.override))
+    except StartupError as e:
+        print(f"kraftpy-controller: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from kraftpy.logging import configure_process_logging
+
+    configure_process_logging(role="controller", node_id=cfg.node_id, level=args.log_level.upper())
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:
+        runner = asyncio.Runner()
+    try:
+        with runner:
+            return runner.run(_serve(cfg))
+    except StartupError as e:
+        print(f"kraftpy-controller: {e}", file=sys.stderr)
+        return EXIT_STARTUP
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
