@@ -17,7 +17,7 @@ import structlog
 from broker.storage.batch_io import crc_matches, iter_file_batches, pread_exact, read_header
 from broker.storage.errors import CorruptLogError
 from broker.storage.indexes import OffsetIndex, TimeIndex
-from protocol.record_batch import BATCH_OVERHEAD, BatchHeader, CorruptBatchError, TruncatedBatchError
+from protocol.record_batch import BATCH_OVERHEAD, BatchHeader, CorruptBatchError, read_batch_header
 
 log = structlog.get_logger("broker.storage")
 
@@ -162,12 +162,17 @@ class LogSegment:
             for pos, h, view in iter_file_batches(self._handle(), 0, file_size, whole=recover):
                 if view is not None and not crc_matches(view, h):
                     raise CorruptBatchError(pos, "CRC-32C mismatch")
+                # A whole batch with a valid CRC in the wrong place is not a torn write.
                 if h.last_offset_delta < 0 or h.base_offset <= previous_last:
-                    raise CorruptBatchError(
-                        pos, f"batch offsets {h.base_offset}..{h.last_offset} do not follow {previous_last}"
+                    raise CorruptLogError(
+                        self.log_path,
+                        pos,
+                        f"batch offsets {h.base_offset}..{h.last_offset} do not follow {previous_last}",
                     )
                 if h.last_offset - self.base_offset > INT32_MAX:
-                    raise CorruptBatchError(pos, f"offset {h.last_offset} too far above segment base")
+                    raise CorruptLogError(
+                        self.log_path, pos, f"offset {h.last_offset} too far above segment base"
+                    )
                 previous_last = h.last_offset
                 if expected_positions.get(pos) == h.last_offset:
                     matched += 1
@@ -227,22 +232,15 @@ class LogSegment:
         return True
 
     def _is_torn_tail(self, e: CorruptBatchError, file_size: int) -> bool:
-        """A bad region that runs to the end of the file and looks like one interrupted write."""
-        if isinstance(e, TruncatedBatchError):
-            return True
+        """A bad batch that no whole batch follows: a torn write only ever damages the end of a file.
+
+        The same rule as the metadata log's recovery (kraftpy/metalog/segment.py).
+        """
         remaining = file_size - e.offset_in_file
         if remaining > MAX_TORN_TAIL_BYTES:
             return False
         rest = pread_exact(self._handle(), remaining, e.offset_in_file)
-        if rest.count(0) == len(rest):
-            return True  # extended by the filesystem but never written
-        if len(rest) < BATCH_OVERHEAD:
-            return True
-        try:
-            h = read_header(rest, 0)
-        except CorruptBatchError:
-            return False
-        return h.size == len(rest)  # the last batch is whole in length but its content did not land
+        return _whole_batch_in(rest, 1) is None
 
     # ---- writing
 
@@ -408,6 +406,23 @@ class LogSegment:
         self.log_path = partition_dir / self.log_path.name
         self.offset_index.path = partition_dir / self.offset_index.path.name
         self.time_index.path = partition_dir / self.time_index.path.name
+
+
+def _whole_batch_in(buf: bytes, start: int) -> int | None:
+    """Position of the first CRC-valid batch at or after `start` in `buf`, if any."""
+    magic_at = 16  # Magic is byte 16 of a v2 batch header
+    i = buf.find(b"\x02", start + magic_at)
+    while i >= 0:
+        candidate = i - magic_at
+        try:
+            h = read_batch_header(buf, candidate)
+        except CorruptBatchError:
+            pass
+        else:
+            if crc_matches(memoryview(buf)[candidate : candidate + h.size], h):
+                return candidate
+        i = buf.find(b"\x02", i + 1)
+    return None
 
 
 def _increasing(entries: list[tuple[int, int]]) -> bool:

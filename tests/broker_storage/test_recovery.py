@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
@@ -61,7 +62,7 @@ def test_torn_tail_mid_batch_is_cut_back_to_the_last_whole_batch(tmp_path: Path)
 
 @pytest.mark.parametrize(
     "damage",
-    ["zeros", "crc", "header_only"],
+    ["zeros", "crc", "header_only", "garbage"],
 )
 def test_other_torn_tail_shapes_are_cut(tmp_path: Path, damage: str) -> None:
     src, ends = build(tmp_path)
@@ -74,9 +75,12 @@ def test_other_torn_tail_shapes_are_cut(tmp_path: Path, damage: str) -> None:
     elif damage == "crc":  # the last batch is whole in length but its bytes are not
         raw[-5] ^= 0x55
         expected_leo = 156
-    else:  # only part of a header
+    elif damage == "header_only":  # only part of a header
         raw += raw[ends[-2] : ends[-2] + 20]
         expected_leo = 160
+    else:  # a multi-batch write whose last pages never landed: stale bytes, no whole batch
+        raw[ends[-3] + 100 :] = random.Random(1).randbytes(len(raw) - ends[-3] - 100)
+        expected_leo = 152
     seg.write_bytes(bytes(raw))
     log = PartitionLog.open(d, config=CONFIG)
     assert log.recovery_report is not None
