@@ -1,0 +1,285 @@
+"""Queueing replica-to-directory assignments into AssignReplicasToDirs (Kafka 3.9's AssignmentsManager), without I/O.
+
+- `ready` holds at most one assignment per partition (topic id, partition): the latest wins, so
+  queued duplicates collapse (field bug 8). At most one request is in flight.
+- A send is due 100 ms after the first assignment arrives (to let a batch build up), at once when
+  more than `max_per_request` are waiting, or after an exponential backoff (100 ms x2 up to 10 s,
+  jitter 0.02) following a failure of the whole request. An earlier due time already set is kept.
+- A request carries at most `max_per_request` (2,250) assignments. Just before sending, each one is
+  checked against the broker's latest metadata and dropped when the topic or partition is gone or
+  this broker is no longer a replica (KAFKA-16886, field bug 7), so a demoted replica is not
+  retried forever.
+- No request goes out before the broker has a broker epoch: assignments made before registration
+  wait in `ready` (field bug 8's "cannot enqueue while not running").
+- A failure of the whole request (no answer, or a top-level error) puts every assignment back
+  unless a newer one for the partition arrived meanwhile; a per-partition error, or a partition the
+  reply leaves out, puts just that one back. Success runs the assignment's callback.
+
+`queued` (ready plus in flight) is the QueuedReplicaToDirAssignments gauge.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
+
+import structlog
+
+from broker.core.backoff import ExponentialBackoff
+from protocol.errors import Errors
+from protocol.rpc.assign_replicas_to_dirs import (
+    MAX_ASSIGNMENTS_PER_REQUEST,
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
+)
+from protocol.uuid import Uuid, describe_directory
+
+log = structlog.get_logger("broker.assignments")
+
+BATCH_WINDOW_MS = 100
+LOG_STUCK_AFTER_MS = 120_000
+
+
+class PartitionKey(NamedTuple):
+    topic_id: Uuid
+    partition: int
+
+
+@dataclass(frozen=True, eq=False)
+class Assignment:
+    topic_id: Uuid
+    partition: int
+    directory_id: Uuid
+    reason: str
+    submitted_ms: int
+    on_success: Callable[[], None] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> PartitionKey:
+        return PartitionKey(self.topic_id, self.partition)
+
+
+class ReplicaView(Protocol):
+    """What the manager needs from the broker's latest metadata."""
+
+    def is_replica(self, topic_id: Uuid, partition: int) -> bool: ...
+
+
+@dataclass(frozen=True)
+class ResponseOutcome:
+    succeeded: list[Assignment]
+    retried: list[Assignment]
+    global_failure: bool
+
+
+class AssignmentsManager:
+    def __init__(
+        self,
+        broker_id: int,
+        *,
+        rng: random.Random | None = None,
+        batch_window_ms: int = BATCH_WINDOW_MS,
+        max_per_request: int = MAX_ASSIGNMENTS_PER_REQUEST,
+        backoff: ExponentialBackoff | None = None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.rng = rng or random.Random()
+        self.batch_window_ms = batch_window_ms
+        self.max_per_request = max_per_request
+        self.backoff = backoff or ExponentialBackoff(100, 2, 10_000, 0.02)
+        self.ready: dict[PartitionKey, Assignment] = {}
+        self.in_flight: dict[PartitionKey, Assignment] | None = None
+        self.deadline_ms: int | None = None
+        self.previous_global_failures = 0
+        self.requests_sent = 0
+        self.assignments_sent = 0
+        self.dropped = 0
+
+    # ---- input ---------------------------------------------------------------------------------
+
+    def on_assignment(
+        self,
+        now_ms: int,
+        topic_id: Uuid,
+        partition: int,
+        directory_id: Uuid,
+        reason: str,
+        on_success: Callable[[], None] | None = None,
+    ) -> None:
+        a = Assignment(topic_id, partition, directory_id, reason, now_ms, on_success)
+        prev = self.ready.get(a.key)
+        if prev is not None and prev.directory_id != directory_id:
+            log.debug("assignment replaced by a newer one", partition=f"{topic_id}-{partition}")
+        self.ready[a.key] = a
+        self._reschedule(now_ms)
+
+    def cancel(self, topic_id: Uuid, partition: int) -> bool:
+        """Forget a queued (not in-flight) assignment, e.g. a future replica move that was cancelled."""
+        return self.ready.pop(PartitionKey(topic_id, partition), None) is not None
+
+    # ---- output --------------------------------------------------------------------------------
+
+    @property
+    def queued(self) -> int:
+        return len(self.ready) + (len(self.in_flight) if self.in_flight else 0)
+
+    def pending_for(self, topic_id: Uuid, partition: int) -> Assignment | None:
+        key = PartitionKey(topic_id, partition)
+        if key in self.ready:
+            return self.ready[key]
+        if self.in_flight and key in self.in_flight:
+            return self.in_flight[key]
+        return None
+
+    def next_wakeup_ms(self) -> int | None:
+        return None if self.in_flight is not None else self.deadline_ms
+
+    def poll(self, now_ms: int, view: ReplicaView, broker_epoch: int) -> AssignReplicasToDirsRequest | None:
+        """The request to send now, if one is due (it is then in flight until `on_response`)."""
+        if self.in_flight is not None or self.deadline_ms is None or now_ms < self.deadline_ms:
+            return None
+        if broker_epoch < 0:
+            # Not registered yet: keep everything until there is an epoch to send with.
+            self.deadline_ms = now_ms + self.batch_window_ms
+            return None
+        self.deadline_ms = None
+        batch: dict[PartitionKey, Assignment] = {}
+        for key in list(self.ready):
+            if len(batch) >= self.max_per_request:
+                break
+            a = self.ready.pop(key)
+            if not view.is_replica(a.topic_id, a.partition):
+                self.dropped += 1
+                log.info(
+                    "dropping directory assignment: no longer a replica here",
+                    partition=f"{a.topic_id}-{a.partition}",
+                    directory=describe_directory(a.directory_id),
+                )
+                continue
+            batch[key] = a
+        if not batch:
+            self._reschedule(now_ms)
+            return None
+        self.in_flight = batch
+        self.requests_sent += 1
+        self.assignments_sent += len(batch)
+        return build_request(self.broker_id, broker_epoch, batch.values())
+
+    def on_response(
+        self, now_ms: int, response: AssignReplicasToDirsResponse | None, error: str | None = None
+    ) -> ResponseOutcome:
+        sent = self.in_flight or {}
+        self.in_flight = None
+        if response is None or response.ErrorCode != Errors.NONE:
+            self.previous_global_failures += 1
+            for key, a in sent.items():
+                self.ready.setdefault(key, a)
+            log.warning(
+                "AssignReplicasToDirs failed",
+                error=error if response is None else _error_name(response.ErrorCode),
+                assignments=len(sent),
+                failures=self.previous_global_failures,
+            )
+            self._reschedule(now_ms)
+            return ResponseOutcome([], list(sent.values()), True)
+        self.previous_global_failures = 0
+        succeeded: list[Assignment] = []
+        retried: list[Assignment] = []
+        answered: set[PartitionKey] = set()
+        for d in response.Directories:
+            for t in d.Topics:
+                for p in t.Partitions:
+                    key = PartitionKey(t.TopicId, p.PartitionIndex)
+                    a = sent.get(key)
+                    if a is None or key in answered:
+                        continue
+                    answered.add(key)
+                    if p.ErrorCode == Errors.NONE:
+                        succeeded.append(a)
+                    else:
+                        retried.append(a)
+                        if now_ms - a.submitted_ms > LOG_STUCK_AFTER_MS:
+                            log.error(
+                                "directory assignment keeps failing",
+                                partition=f"{a.topic_id}-{a.partition}",
+                                error=_error_name(p.ErrorCode),
+                                queued_ms=now_ms - a.submitted_ms,
+                            )
+        for key, a in sent.items():
+            if key not in answered:
+                retried.append(a)
+        for a in retried:
+            self.ready.setdefault(a.key, a)
+        for a in succeeded:
+            if a.on_success is not None:
+                try:
+                    a.on_success()
+                except Exception:
+                    log.exception("assignment callback failed", partition=f"{a.topic_id}-{a.partition}")
+        self._reschedule(now_ms)
+        return ResponseOutcome(succeeded, retried, False)
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _reschedule(self, now_ms: int) -> None:
+        if self.in_flight is not None or not self.ready:
+            return
+        if self.previous_global_failures > 0:
+            due = now_ms + self.backoff.backoff_ms(self.previous_global_failures, self.rng)
+        elif len(self.ready) > self.max_per_request:
+            due = now_ms
+        else:
+            due = now_ms + self.batch_window_ms
+        if self.deadline_ms is None or due < self.deadline_ms:
+            self.deadline_ms = due
+
+
+def build_request(
+    broker_id: int, broker_epoch: int, assignments: Iterable[Assignment]
+) -> AssignReplicasToDirsRequest:
+    """Group assignments by directory, then topic (AssignmentsManager.buildRequestData)."""
+    by_dir: dict[Uuid, dict[Uuid, list[int]]] = {}
+    for a in assignments:
+        by_dir.setdefault(a.directory_id, {}).setdefault(a.topic_id, []).append(a.partition)
+    R = AssignReplicasToDirsRequest
+    return R(
+        BrokerId=broker_id,
+        BrokerEpoch=broker_epoch,
+        Directories=[
+            R.DirectoryData(
+                Id=dir_id,
+                Topics=[
+                    R.TopicData(
+                        TopicId=topic_id,
+                        Partitions=[R.PartitionData(PartitionIndex=p) for p in sorted(parts)],
+                    )
+                    for topic_id, parts in sorted(topics.items())
+                ],
+            )
+            for dir_id, topics in sorted(by_dir.items())
+        ],
+    )
+
+
+def _error_name(code: int) -> str:
+    try:
+        return Errors(code).name
+    except ValueError:
+        return str(code)
+
+
+class ImageReplicaView:
+    """`ReplicaView` over a metadata image: the topic and partition exist and list `broker_id`."""
+
+    def __init__(self, image: object, broker_id: int) -> None:
+        self.image = image
+        self.broker_id = broker_id
+
+    def is_replica(self, topic_id: Uuid, partition: int) -> bool:
+        topic = self.image.topics.topics_by_id.get(topic_id)  # type: ignore[attr-defined]
+        if topic is None:
+            return False
+        reg = topic.partitions.get(partition)
+        return reg is not None and self.broker_id in reg.replicas

@@ -1,0 +1,386 @@
+"""The replicas this broker hosts and where they live: the bookkeeping half of a ReplicaManager, without I/O.
+
+Fed with metadata images (whole, at the first publish, then the partitions each delta touched) and
+with directory failures, it keeps one `HostedReplica` per partition the metadata places here and
+answers with a `Plan`: logs to create, dirs to report in AssignReplicasToDirs, future logs to
+delete, promote or resume, local logs the metadata does not want (strays) or no longer wants
+(deletes). The shell carries the plan out on the right log dirs and reports back
+(`on_created`, `on_promoted`...). Every decision comes from `placement.decide`.
+
+It also answers what the rest of the broker asks: which replicas are offline (OfflineReplicaCount),
+whether any replica still waits to be placed in the metadata (KIP-858: stay fenced until none
+does), and whether the broker leads a partition in a given dir (log.dir.failure.timeout.ms).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from broker.core.local_logs import FoundLog, Inventory, LocalFiles, LogKind
+from broker.core.placement import PICK, DirView, FutureAction, LocalReplica, choose_dir, decide
+from kraftpy.image import MetadataImage, PartitionRegistration, TopicIdPartition
+from protocol.uuid import Uuid, describe_directory
+
+log = structlog.get_logger("broker.replicas")
+
+PartitionKey = tuple[Uuid, int]
+
+
+@dataclass
+class HostedReplica:
+    tp: TopicIdPartition
+    assigned: Uuid
+    """The dir the metadata assigns to this broker's replica."""
+    location: Uuid | None
+    """The online dir the replica lives in; None while it is offline."""
+    exists: bool = False
+    """Its log dir exists on disk (found at startup, or created)."""
+    future: Uuid | None = None
+    leader: bool = False
+    leader_epoch: int = 0
+    failed_dir: Uuid | None = None
+    """The dir the replica was in when that dir failed."""
+    offline_reason: str = ""
+    reported: Uuid | None = None
+    """The dir last queued for AssignReplicasToDirs (to avoid queueing the same one again)."""
+
+    @property
+    def key(self) -> PartitionKey:
+        return (self.tp.topic_id, self.tp.partition)
+
+    @property
+    def online(self) -> bool:
+        return self.location is not None
+
+
+@dataclass
+class Plan:
+    creates: list[tuple[TopicIdPartition, Uuid]] = field(default_factory=list)
+    reports: list[tuple[TopicIdPartition, Uuid]] = field(default_factory=list)
+    delete_futures: list[FoundLog] = field(default_factory=list)
+    promote_futures: list[tuple[TopicIdPartition, FoundLog, FoundLog | None]] = field(default_factory=list)
+    """(partition, future log, current log to replace or None)."""
+    resume_futures: list[tuple[TopicIdPartition, FoundLog, FoundLog]] = field(default_factory=list)
+    strays: list[FoundLog] = field(default_factory=list)
+    deletes: list[tuple[TopicIdPartition, Uuid]] = field(default_factory=list)
+    """Replicas no longer hosted here whose log lives in an online dir: delete it."""
+    went_offline: list[TopicIdPartition] = field(default_factory=list)
+
+    def is_empty(self) -> bool:
+        return not any(
+            (
+                self.creates,
+                self.reports,
+                self.delete_futures,
+                self.promote_futures,
+                self.resume_futures,
+                self.strays,
+                self.deletes,
+                self.went_offline,
+            )
+        )
+
+
+class HostedReplicas:
+    def __init__(
+        self,
+        broker_id: int,
+        dir_paths: Mapping[Uuid, str],
+        *,
+        offline_at_start: int = 0,
+        multi_dir: bool = True,
+        inventory: Inventory | None = None,
+    ) -> None:
+        """`dir_paths`: the online log dirs (id -> path); `offline_at_start`: how many configured log
+        dirs could not be used at startup (their ids are unknown)."""
+        self.broker_id = broker_id
+        self.paths = dict(dir_paths)
+        self.online_dirs: set[Uuid] = set(dir_paths)
+        self.failed_dirs: set[Uuid] = set()
+        self.offline_at_start = offline_at_start
+        self.multi_dir = multi_dir
+        self.inventory = inventory or Inventory()
+        self.replicas: dict[PartitionKey, HostedReplica] = {}
+        self.unplaced: set[PartitionKey] = set()
+        self.published = False
+        self._counts: Counter[Uuid] = Counter()
+        self._image: MetadataImage | None = None
+
+    # ---- views ---------------------------------------------------------------------------------
+
+    @property
+    def dir_view(self) -> DirView:
+        return DirView(
+            online=frozenset(self.online_dirs),
+            offline=frozenset(self.failed_dirs),
+            any_offline=bool(self.failed_dirs) or self.offline_at_start > 0,
+            multi_dir=self.multi_dir,
+        )
+
+    def get(self, topic_id: Uuid, partition: int) -> HostedReplica | None:
+        return self.replicas.get((topic_id, partition))
+
+    def offline_count(self) -> int:
+        return sum(1 for r in self.replicas.values() if r.location is None)
+
+    def counts_by_dir(self) -> dict[Uuid, int]:
+        return {d: self._counts.get(d, 0) for d in self.online_dirs}
+
+    def leads_partitions_in_dir(self, dir_id: Uuid) -> bool:
+        for r in self.replicas.values():
+            if r.leader and (r.location == dir_id or r.failed_dir == dir_id):
+                return True
+        return False
+
+    def ready_to_unfence(self) -> bool:
+        """KIP-858: every replica hosted here is placed in the metadata where it really lives."""
+        return self.published and not self.unplaced
+
+    # ---- metadata ------------------------------------------------------------------------------
+
+    def apply_image(
+        self,
+        image: MetadataImage,
+        changed: Iterable[TopicIdPartition] | None = None,
+        removed: Iterable[TopicIdPartition] = (),
+    ) -> Plan:
+        """Bring the replicas in line with `image`: every partition on this broker when `changed` is
+        None (the first publish), else only those given (a delta's local changes)."""
+        plan = Plan()
+        self._image = image
+        first = not self.published
+        if changed is None:
+            wanted = dict(image.topics.partitions_on_broker(self.broker_id))
+            for key in [k for k, r in self.replicas.items() if r.tp not in wanted]:
+                self._remove(self.replicas[key], plan)
+            for tp, reg in wanted.items():
+                self._update(tp, reg, plan)
+        else:
+            for tp in removed:
+                r = self.replicas.get((tp.topic_id, tp.partition))
+                if r is not None:
+                    self._remove(r, plan)
+            for tp in changed:
+                reg = image.topics.get_partition(tp.topic_id, tp.partition)
+                if reg is None or self.broker_id not in reg.replicas:
+                    r = self.replicas.get((tp.topic_id, tp.partition))
+                    if r is not None:
+                        self._remove(r, plan)
+                    continue
+                self._update(tp, reg, plan)
+        if first:
+            self.published = True
+            # Logs on disk that the metadata does not place here, or belong to an older topic of the
+            # same name: keep them out of the way (Kafka's stray replicas).
+            for files in list(self.inventory.partitions.values()):
+                for found in (files.current, files.future):
+                    if found is not None and not self._claimed(found):
+                        plan.strays.append(found)
+                        self._forget(found)
+            plan.strays.extend(self.inventory.strays)
+            self.inventory.strays = []
+        return plan
+
+    def _claimed(self, found: FoundLog) -> bool:
+        topic = self._image.topics.get_topic(found.topic) if self._image else None
+        if topic is None or topic.id != found.topic_id:
+            return False
+        return (topic.id, found.partition) in self.replicas
+
+    def _local(self, tp: TopicIdPartition, plan: Plan) -> LocalFiles:
+        files = self.inventory.partitions.get((tp.topic_name, tp.partition))
+        if files is None:
+            return LocalFiles()
+        for found in (files.current, files.future):
+            if found is not None and found.topic_id != tp.topic_id:
+                # The topic was deleted and created again under the same name while we were away.
+                plan.strays.append(found)
+                self._forget(found)
+        return self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles()
+
+    def _update(self, tp: TopicIdPartition, reg: PartitionRegistration, plan: Plan) -> None:
+        key = (tp.topic_id, tp.partition)
+        assigned = reg.directory(self.broker_id)
+        r = self.replicas.get(key)
+        if r is None:
+            r = HostedReplica(tp, assigned, None)
+            self.replicas[key] = r
+        r.tp = tp
+        r.assigned = assigned
+        r.leader = reg.leader == self.broker_id
+        r.leader_epoch = reg.leader_epoch
+        if r.reported is not None and r.reported == assigned:
+            r.reported = None
+        if r.location is not None:
+            # Already here (or being created): only a report may be due, as the metadata may
+            # lag behind a move.
+            self._decide_existing(r, plan)
+            return
+        if r.failed_dir is not None:
+            self._set_unplaced(key, False)
+            return
+        files = self._local(tp, plan)
+        d = decide(
+            assigned,
+            LocalReplica(
+                files.current.dir_id if files.current else None,
+                files.future.dir_id if files.future else None,
+            ),
+            self.dir_view,
+        )
+        if d.future is FutureAction.DELETE and files.future is not None:
+            plan.delete_futures.append(files.future)
+            self._forget(files.future)
+            files = self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles()
+        location = d.location
+        if location == PICK:
+            location = choose_dir(self.counts_by_dir(), self.paths)
+        report = location if d.report == PICK else d.report
+        if location is None:
+            if r.location is None and not r.offline_reason:
+                plan.went_offline.append(tp)
+            r.offline_reason = d.reason
+            self._set_location(r, None)
+        else:
+            r.offline_reason = ""
+            self._set_location(r, location)
+            if d.future is FutureAction.PROMOTE and files.future is not None:
+                plan.promote_futures.append((tp, files.future, files.current))
+                r.exists = True
+                r.future = None
+            elif d.future is FutureAction.RESUME and files.future is not None and files.current is not None:
+                plan.resume_futures.append((tp, files.current, files.future))
+                r.exists = True
+                r.future = files.future.dir_id
+            elif d.create:
+                plan.creates.append((tp, location))
+            else:
+                r.exists = True
+        self._maybe_report(r, report, plan)
+
+    def _decide_existing(self, r: HostedReplica, plan: Plan) -> None:
+        assert r.location is not None
+        if r.assigned == r.location or (r.future is not None and r.assigned == r.future):
+            self._set_unplaced(r.key, False)
+            return
+        d = decide(r.assigned, LocalReplica(r.location, r.future), self.dir_view)
+        self._maybe_report(r, d.report, plan)
+
+    def _maybe_report(self, r: HostedReplica, report: Uuid | None, plan: Plan) -> None:
+        self._set_unplaced(r.key, report is not None)
+        if report is None or r.reported == report:
+            return
+        r.reported = report
+        plan.reports.append((r.tp, report))
+
+    def _set_unplaced(self, key: PartitionKey, unplaced: bool) -> None:
+        if unplaced:
+            self.unplaced.add(key)
+        else:
+            self.unplaced.discard(key)
+
+    def _set_location(self, r: HostedReplica, location: Uuid | None) -> None:
+        if r.location == location:
+            return
+        if r.location is not None:
+            self._counts[r.location] -= 1
+        if location is not None:
+            self._counts[location] += 1
+        r.location = location
+
+    def _remove(self, r: HostedReplica, plan: Plan) -> None:
+        del self.replicas[r.key]
+        self._set_unplaced(r.key, False)
+        self._set_location_counts_only(r)
+        files = self.inventory.partitions.pop((r.tp.topic_name, r.tp.partition), None)
+        if r.location is not None and (r.exists or files is not None):
+            plan.deletes.append((r.tp, r.location))
+        if files is not None and files.future is not None and files.future.dir_id in self.online_dirs:
+            plan.delete_futures.append(files.future)
+
+    def _set_location_counts_only(self, r: HostedReplica) -> None:
+        if r.location is not None:
+            self._counts[r.location] -= 1
+
+    def _forget(self, found: FoundLog) -> None:
+        files = self.inventory.partitions.get(found.key)
+        if files is None:
+            return
+        if files.current is found:
+            files.current = None
+        if files.future is found:
+            files.future = None
+        if files.current is None and files.future is None:
+            del self.inventory.partitions[found.key]
+
+    # ---- results from the shell ----------------------------------------------------------------
+
+    def on_created(self, topic_id: Uuid, partition: int, dir_id: Uuid) -> None:
+        r = self.replicas.get((topic_id, partition))
+        if r is not None and r.location == dir_id:
+            r.exists = True
+        if r is not None:
+            self.inventory.partitions[(r.tp.topic_name, partition)] = LocalFiles(
+                FoundLog(
+                    dir_id,
+                    f"{r.tp.topic_name}-{partition}",
+                    r.tp.topic_name,
+                    partition,
+                    LogKind.LOG,
+                    topic_id,
+                )
+            )
+
+    def on_promoted(self, topic_id: Uuid, partition: int, dir_id: Uuid) -> None:
+        r = self.replicas.get((topic_id, partition))
+        if r is None:
+            return
+        self.on_created(topic_id, partition, dir_id)
+        if r.location != dir_id:
+            self._set_location(r, dir_id)
+        r.future = None
+
+    # ---- directory failure ---------------------------------------------------------------------
+
+    def fail_dir(self, dir_id: Uuid) -> list[HostedReplica]:
+        """`dir_id` went offline: every replica living there is offline from now on. Returns them."""
+        if dir_id not in self.online_dirs:
+            return []
+        self.online_dirs.discard(dir_id)
+        self.failed_dirs.add(dir_id)
+        lost: list[HostedReplica] = []
+        for r in self.replicas.values():
+            if r.future == dir_id:
+                r.future = None
+            if r.location == dir_id:
+                self._set_location(r, None)
+                r.failed_dir = dir_id
+                r.offline_reason = f"log dir {describe_directory(dir_id)} is offline"
+                self._set_unplaced(r.key, False)
+                lost.append(r)
+        for _key, files in list(self.inventory.partitions.items()):
+            for found in (files.current, files.future):
+                if found is not None and found.dir_id == dir_id:
+                    self._forget(found)
+        self._counts.pop(dir_id, None)
+        log.warning(
+            "replicas offline with their log dir",
+            dir_id=str(dir_id),
+            path=self.paths.get(dir_id),
+            replicas=len(lost),
+            leaders=sum(1 for r in lost if r.leader),
+        )
+        return lost
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "replicas": len(self.replicas),
+            "offline_replicas": self.offline_count(),
+            "unplaced_replicas": len(self.unplaced),
+            "replicas_by_dir": {str(d): n for d, n in sorted(self.counts_by_dir().items())},
+        }
