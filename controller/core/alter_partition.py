@@ -116,7 +116,8 @@ def alter_partition(
                 builder.set_target_leader_recovery_state(p.LeaderRecoveryState)
             record = builder.build()
             if record is not None:
-                partition = replication.apply(tp, partition, record, records, view)
+                replication.apply(tp, partition, record, records, view)
+                partition = view.partition(tp) or partition
                 leader = record.message.Leader
                 if leader != NO_LEADER_CHANGE and leader != req.BrokerId:
                     code = Errors.NEW_LEADER_ELECTED if version > 1 else Errors.FENCED_LEADER_EPOCH

@@ -10,7 +10,7 @@ a full session to heartbeat before it is fenced (field bug 25).
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -50,7 +50,8 @@ class HeartbeatInputs:
     caught_up: bool
     may_unfence: bool
     """False while KIP-858 keeps a multi-dir broker fenced (replicas not placed yet)."""
-    has_leaderships: bool
+    has_leaderships: Callable[[], bool]
+    """Asked only when the answer matters (shutting down): it may look at many partitions."""
 
 
 class BrokerHeartbeatManager:
@@ -147,12 +148,12 @@ class BrokerHeartbeatManager:
             if inputs.want_shut_down:
                 return (
                     BrokerControlState.CONTROLLED_SHUTDOWN
-                    if inputs.has_leaderships
+                    if inputs.has_leaderships()
                     else BrokerControlState.SHUTDOWN_NOW
                 )
             return BrokerControlState.UNFENCED
         if current is BrokerControlState.CONTROLLED_SHUTDOWN:
-            if inputs.has_leaderships:
+            if inputs.has_leaderships():
                 return BrokerControlState.CONTROLLED_SHUTDOWN
             if self.track(broker_id).controlled_shutdown_offset <= lowest_active_offset:
                 return BrokerControlState.SHUTDOWN_NOW

@@ -224,7 +224,7 @@ def process_broker_heartbeat(
             caught_up=caught_up,
             # A fenced broker still marked as shutting down must register again first.
             may_unfence=not unplaced and not registration.in_controlled_shutdown,
-            has_leaderships=m.replication.has_leaderships(broker_id, view),
+            has_leaderships=lambda: m.replication.has_leaderships(broker_id, view),
         )
         lowest = (
             m.heartbeats.lowest_active_offset(b for b in m.cluster.active_broker_ids() if b != broker_id)

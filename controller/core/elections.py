@@ -54,8 +54,8 @@ def elect_leaders(
         builder = replication.builder(tp, partition, accept, view).set_election(election)
         record = builder.build()
         if record is not None and record.message.Leader not in (-2, partition.leader):
-            after = replication.apply(tp, partition, record, records, view)
-            results[tp] = 0 if after.leader != -1 else ELIGIBLE_LEADERS_NOT_AVAILABLE
+            replication.apply(tp, partition, record, records, view)
+            results[tp] = 0 if record.message.Leader != -1 else ELIGIBLE_LEADERS_NOT_AVAILABLE
         elif (
             election is Election.PREFERRED
             and partition.replicas

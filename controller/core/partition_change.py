@@ -125,8 +125,11 @@ class PartitionChangeBuilder:
                 fields["LeaderRecoveryState"] = LEADER_RECOVERING
         elif isr and isr != p.isr:
             fields["Isr"] = list(isr)
-            shrunk = any(b not in isr for b in p.isr)
-            if shrunk and "Leader" not in fields and (mv < MV_3_6_IV0 or self._zk_migration):
+            if (
+                "Leader" not in fields
+                and (mv < MV_3_6_IV0 or self._zk_migration)
+                and any(b not in isr for b in p.isr)
+            ):
                 fields["Leader"] = p.leader
         if replicas_changed:
             fields["Replicas"] = list(replicas)
@@ -149,6 +152,9 @@ class PartitionChangeBuilder:
         self, replicas: tuple[int, ...], replicas_changed: bool, track_dirs: bool
     ) -> tuple[Uuid, ...]:
         p = self._partition
+        changes = self._directory_changes
+        if not replicas_changed and not (changes and track_dirs):
+            return p.directories
         if replicas_changed:
             old = dict(zip(p.replicas, p.directories, strict=True))
             default = self._default_dir if track_dirs else None
@@ -157,7 +163,6 @@ class PartitionChangeBuilder:
             ]
         else:
             dirs = list(p.directories)
-        changes = self._directory_changes
         if changes and track_dirs:
             for i, b in enumerate(replicas):
                 d = changes.get(b)
@@ -170,22 +175,26 @@ class PartitionChangeBuilder:
     ) -> tuple[int, bool]:
         """(leader, whether it came from an unclean election)."""
         accept = self._is_acceptable
-
-        def valid(b: int) -> bool:
-            return b in isr and accept(b, dirs[replicas.index(b)])
-
         current = self._partition.leader
-        current_valid = current != NO_LEADER and current in replicas and valid(current)
         election = self._election
+        if current != NO_LEADER and current in isr:
+            for i, b in enumerate(replicas):
+                if b == current:
+                    current_valid = accept(b, dirs[i])
+                    break
+            else:
+                current_valid = False
+        else:
+            current_valid = False
         if election is Election.PREFERRED:
-            if replicas and valid(replicas[0]):
+            if replicas and replicas[0] in isr and accept(replicas[0], dirs[0]):
                 return replicas[0], False
             if current_valid:
                 return current, False
         elif current_valid:
             return current, False
-        for b in replicas:
-            if valid(b):
+        for i, b in enumerate(replicas):
+            if b in isr and accept(b, dirs[i]):
                 return b, False
         if election is Election.UNCLEAN:
             for i, b in enumerate(replicas):

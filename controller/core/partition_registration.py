@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from protocol.uuid import MIGRATING, Uuid
@@ -30,19 +29,81 @@ def _directories(directories: list[Uuid] | None, replicas: tuple[int, ...], what
     return tuple(directories)
 
 
-@dataclass(frozen=True, slots=True)
+_FIELDS = (
+    "replicas",
+    "directories",
+    "isr",
+    "removing_replicas",
+    "adding_replicas",
+    "leader",
+    "leader_recovery_state",
+    "leader_epoch",
+    "partition_epoch",
+    "elr",
+    "last_known_elr",
+)
+
+
 class PartitionRegistration:
+    """A value object: never change one, `merge` gives the next.
+
+    A plain slotted class rather than a frozen dataclass: a controller merges one of these per
+    PartitionChangeRecord, and a broker leading 100,000 partitions in a failed dir makes as many.
+    """
+
+    __slots__ = _FIELDS
+
     replicas: tuple[int, ...]
     directories: tuple[Uuid, ...]
     isr: tuple[int, ...]
-    removing_replicas: tuple[int, ...] = ()
-    adding_replicas: tuple[int, ...] = ()
-    leader: int = NO_LEADER
-    leader_recovery_state: int = LEADER_RECOVERED
-    leader_epoch: int = 0
-    partition_epoch: int = 0
-    elr: tuple[int, ...] = ()
-    last_known_elr: tuple[int, ...] = ()
+    removing_replicas: tuple[int, ...]
+    adding_replicas: tuple[int, ...]
+    leader: int
+    leader_recovery_state: int
+    leader_epoch: int
+    partition_epoch: int
+    elr: tuple[int, ...]
+    last_known_elr: tuple[int, ...]
+
+    def __init__(
+        self,
+        replicas: tuple[int, ...],
+        directories: tuple[Uuid, ...],
+        isr: tuple[int, ...],
+        removing_replicas: tuple[int, ...] = (),
+        adding_replicas: tuple[int, ...] = (),
+        leader: int = NO_LEADER,
+        leader_recovery_state: int = LEADER_RECOVERED,
+        leader_epoch: int = 0,
+        partition_epoch: int = 0,
+        elr: tuple[int, ...] = (),
+        last_known_elr: tuple[int, ...] = (),
+    ) -> None:
+        self.replicas = replicas
+        self.directories = directories
+        self.isr = isr
+        self.removing_replicas = removing_replicas
+        self.adding_replicas = adding_replicas
+        self.leader = leader
+        self.leader_recovery_state = leader_recovery_state
+        self.leader_epoch = leader_epoch
+        self.partition_epoch = partition_epoch
+        self.elr = elr
+        self.last_known_elr = last_known_elr
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, f) for f in _FIELDS)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not PartitionRegistration:
+            return NotImplemented
+        return self._values() == other._values()
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
+        return f"PartitionRegistration({inner})"
 
     @classmethod
     def from_record(cls, record: Any) -> PartitionRegistration:
@@ -80,24 +141,20 @@ class PartitionRegistration:
         lrs = self.leader_recovery_state
         if change.LeaderRecoveryState != NO_RECOVERY_STATE_CHANGE:
             lrs = change.LeaderRecoveryState
-        elr = getattr(change, "EligibleLeaderReplicas", None)
-        last_known_elr = getattr(change, "LastKnownElr", None)
+        elr = change.EligibleLeaderReplicas
+        last_known_elr = change.LastKnownElr
         return PartitionRegistration(
-            replicas=replicas,
-            directories=directories,
-            isr=self.isr if change.Isr is None else tuple(change.Isr),
-            removing_replicas=self.removing_replicas
-            if change.RemovingReplicas is None
-            else tuple(change.RemovingReplicas),
-            adding_replicas=self.adding_replicas
-            if change.AddingReplicas is None
-            else tuple(change.AddingReplicas),
-            leader=leader,
-            leader_recovery_state=lrs,
-            leader_epoch=leader_epoch,
-            partition_epoch=self.partition_epoch + 1,
-            elr=self.elr if elr is None else tuple(elr),
-            last_known_elr=self.last_known_elr if last_known_elr is None else tuple(last_known_elr),
+            replicas,
+            directories,
+            self.isr if change.Isr is None else tuple(change.Isr),
+            self.removing_replicas if change.RemovingReplicas is None else tuple(change.RemovingReplicas),
+            self.adding_replicas if change.AddingReplicas is None else tuple(change.AddingReplicas),
+            leader,
+            lrs,
+            leader_epoch,
+            self.partition_epoch + 1,
+            self.elr if elr is None else tuple(elr),
+            self.last_known_elr if last_known_elr is None else tuple(last_known_elr),
         )
 
     def directory(self, broker_id: int) -> Uuid | None:
