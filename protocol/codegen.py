@@ -345,6 +345,11 @@ class _Gen:
         normal = [f for f in present if f not in tagged]
         local = {f.name: f"f_{i}" for i, f in enumerate(fields)}
         src.add(0, f"def {self._fns(struct_cls)[0]}(buf, pos):")
+        if not fields and self.flexible:
+            # a record without fields (NoOpRecord...) is immutable, so one instance serves every read
+            shared = object.__new__(struct_cls)
+            shared._unknown_tagged_fields = None
+            src.add(1, f"if buf[pos] == 0: return {src.const(shared, '_I')}, pos + 1")
         src.add(1, "blen = len(buf)")
         i = 0
         while i < len(normal):
@@ -433,6 +438,9 @@ class _Gen:
         where = self._where(struct_cls, f)
         if etype in FIXED_TYPES:
             size = _FIXED_SIZES[etype]
+            add(ind, f"if {n} == 0: {target} = []")  # empty arrays are common (AddingReplicas...)
+            add(ind, "else:")
+            ind += 1
             add(ind, f"e = pos + {n} * {size}")
             add(ind, f"if e > blen: raise _short({where!r}, pos)")
             if etype == "uuid":
@@ -489,29 +497,30 @@ class _Gen:
         add(1, "nt = buf[pos]")
         add(1, "if nt < 128: pos += 1")
         add(1, "else: nt, pos = _uv(buf, pos)")
-        add(1, "for _ in range(nt):")
-        add(2, "tag = buf[pos]")
-        add(2, "if tag < 128: pos += 1")
-        add(2, "else: tag, pos = _uv(buf, pos)")
-        add(2, "sz = buf[pos]")
-        add(2, "if sz < 128: pos += 1")
-        add(2, "else: sz, pos = _uv(buf, pos)")
-        add(2, "end = pos + sz")
+        add(1, "if nt:")
+        add(2, "for _ in range(nt):")
+        add(3, "tag = buf[pos]")
+        add(3, "if tag < 128: pos += 1")
+        add(3, "else: tag, pos = _uv(buf, pos)")
+        add(3, "sz = buf[pos]")
+        add(3, "if sz < 128: pos += 1")
+        add(3, "else: sz, pos = _uv(buf, pos)")
+        add(3, "end = pos + sz")
         add(
-            2,
+            3,
             f"if end > blen: raise _short('tagged field ' + str(tag) + ' of {struct_cls.__qualname__}', pos)",
         )
         keyword = "if"
         for f in sorted(tagged, key=lambda f: f.tag or 0):
-            add(2, f"{keyword} tag == {f.tag}:")
-            self._read_value(struct_cls, f, local[f.name], 3)
-            add(3, f"if pos != end: raise _tag_size({self._where(struct_cls, f)!r}, sz, sz + pos - end)")
+            add(3, f"{keyword} tag == {f.tag}:")
+            self._read_value(struct_cls, f, local[f.name], 4)
+            add(4, f"if pos != end: raise _tag_size({self._where(struct_cls, f)!r}, sz, sz + pos - end)")
             keyword = "elif"
         if tagged:
-            add(2, "else:")
-            ind = 3
+            add(3, "else:")
+            ind = 4
         else:
-            ind = 2
+            ind = 3
         add(ind, "if unk is None: unk = []")
         add(ind, "unk.append((tag, buf[pos:end]))")
         add(ind, "pos = end")

@@ -53,19 +53,38 @@ class RecordFrameError(MessageDecodeError):
     """A metadata record value whose frame (version, apiKey, version) cannot be read."""
 
 
-_DECODERS: dict[int, Decoder | None] = {}
-_MISSING: Any = object()
+# (frame version 1, apiKey, version) as 3 bytes -> (reader, version), for every known record
+# whose frame fits in one-byte varints, which is all of them
+_FRAMES: dict[bytes, tuple[Decoder, int]] = {}
 _HEADERS: dict[tuple[int, int], bytes] = {}
+# values that always decode to the same immutable record (NoOpRecord, EndTransactionRecord)
+_SHARED: dict[bytes, ApiMessageAndVersion] = {}
 
 
 def _decoder(api_key: int, version: int) -> Decoder | None:
     cls = RECORD_CLASSES.get(api_key)
     if cls is None or not cls.LOWEST_VERSION <= version <= cls.HIGHEST_VERSION:
-        dec = None
-    else:
-        dec = decoder_for(cls, version)
-    _DECODERS[(api_key << 16) | version] = dec
-    return dec
+        return None
+    return decoder_for(cls, version)
+
+
+def _fill_tables() -> None:
+    for api_key, cls in RECORD_CLASSES.items():
+        for version in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1):
+            frame = bytes((FRAME_VERSION, api_key, version))
+            # readers are generated on first use, so a lazy entry builds and replaces itself
+            _FRAMES[frame] = (_lazy_reader(frame, cls, version), version)
+            if not cls._FIELDS:
+                _SHARED[frame + b"\x00"] = ApiMessageAndVersion(cls(), version)
+
+
+def _lazy_reader(frame: bytes, cls: Any, version: int) -> Decoder:
+    def first_read(buf: bytes, pos: int) -> tuple[Any, int]:
+        reader = decoder_for(cls, version)
+        _FRAMES[frame] = (reader, version)
+        return reader(buf, pos)
+
+    return first_read
 
 
 def _read_frame(buf: bytes) -> tuple[int, int, int]:
@@ -100,7 +119,8 @@ def decode_records(values: Iterable[bytes | bytearray | memoryview]) -> list[Api
     """decode_record for many values: one call for a whole batch keeps per-record overhead down."""
     out: list[ApiMessageAndVersion] = []
     append = out.append
-    decoders = _DECODERS
+    frames = _FRAMES
+    shared = _SHARED
     new = object.__new__
     amv_cls = ApiMessageAndVersion
     set_message = _set_message
@@ -108,30 +128,30 @@ def decode_records(values: Iterable[bytes | bytearray | memoryview]) -> list[Api
     for buf in values:
         if type(buf) is not bytes:
             buf = bytes(buf)
-        if len(buf) >= 3 and buf[0] == 1 and buf[1] < 0x80 and buf[2] < 0x80:
-            version = buf[2]
-            key = (buf[1] << 16) | version
+        if len(buf) == 4:
+            amv = shared.get(buf)
+            if amv is not None:
+                append(amv)
+                continue
+        # the common frame is 3 one-byte varints, so its 3 bytes name the decoder directly
+        frame = frames.get(buf[:3])
+        if frame is not None:
+            dec, version = frame
             pos = 3
         else:
             if not buf:
                 raise RecordFrameError("empty metadata record value")
             api_key, version, pos = _read_frame(buf)
-            key = (api_key << 16) | version
-        dec = decoders.get(key, _MISSING)
-        if dec is _MISSING:
-            dec = _decoder(key >> 16, version)
-        if dec is None:
-            message = UnknownRecord(key >> 16, version, buf[pos:])
-        else:
-            try:
-                message, end = dec(buf, pos)
-            except (IndexError, struct.error, UnicodeDecodeError, ValueError) as e:
-                raise _malformed(key >> 16, version, e) from None
-            if end != len(buf):
-                raise MessageDecodeError(
-                    f"found {len(buf) - end} byte(s) of garbage after "
-                    f"{RECORD_CLASSES[key >> 16].NAME} v{version}"
-                )
+            dec = _decoder(api_key, version)
+            if dec is None:
+                append(ApiMessageAndVersion(UnknownRecord(api_key, version, buf[pos:]), version))
+                continue
+        try:
+            message, end = dec(buf, pos)
+        except (IndexError, struct.error, UnicodeDecodeError, ValueError) as e:
+            raise _malformed(buf, e) from None
+        if end != len(buf):
+            raise _malformed(buf, MessageDecodeError(f"found {len(buf) - end} byte(s) of garbage after it"))
         amv = new(amv_cls)
         set_message(amv, message)
         set_version(amv, version)
@@ -139,7 +159,8 @@ def decode_records(values: Iterable[bytes | bytearray | memoryview]) -> list[Api
     return out
 
 
-def _malformed(api_key: int, version: int, e: Exception) -> MessageDecodeError:
+def _malformed(buf: bytes, e: Exception) -> MessageDecodeError:
+    api_key, version, _ = _read_frame(buf)
     name = RECORD_CLASSES[api_key].NAME
     if isinstance(e, MessageDecodeError):
         return MessageDecodeError(f"{name} v{version}: {e}")
@@ -201,3 +222,6 @@ def default_version(record_class: Any, metadata_version_level: int) -> int:
     if getattr(record_class, "LOWEST_VERSION", None) is None:
         raise UnsupportedVersionError(f"{record_class!r} is not a metadata record class")
     return int(record_class.LOWEST_VERSION)
+
+
+_fill_tables()

@@ -14,10 +14,15 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from protocol.control_records import decode_control_record
-from protocol.framing import decode_records
 from protocol.message import MessageDecodeError
-from protocol.record_batch import LOG_OVERHEAD, CorruptBatchError, RecordBatch, decode_batch
+from protocol.metadata_batches import read_metadata_batch
+from protocol.record_batch import (
+    LOG_OVERHEAD,
+    CorruptBatchError,
+    RecordBatch,
+    decode_batch,
+    read_batch_header,
+)
 
 METADATA_PARTITION_DIR = "__cluster_metadata-0"
 BOOTSTRAP_FILE = "bootstrap.checkpoint"
@@ -184,30 +189,27 @@ def iter_file_batches(
 def iter_entries(log_file: LogFile, from_offset: int = 0, verify_crc: bool = True) -> Iterator[LogEntry]:
     """Every record of a file, decoded, from `from_offset` on."""
     path = log_file.path
-    for pos, batch in iter_file_batches(path, verify_crc=verify_crc):
-        if batch.base_offset + batch.last_offset_delta < from_offset:
-            continue
-        control = batch.is_control
+    buf = read_bytes(path)
+    pos = 0
+    end = len(buf)
+    while pos < end:
         try:
-            if control:
-                messages = [decode_control_record(r.key, r.value) for r in batch.records]
-            else:
-                values = [r.value for r in batch.records]
-                if None in values:
-                    raise MessageDecodeError("a metadata record has a null value")
-                messages = decode_records(values)  # type: ignore[arg-type]
+            header = read_batch_header(buf, pos)
+            if header.base_offset + header.last_offset_delta < from_offset:
+                pos += header.size
+                continue
+            batch = read_metadata_batch(buf, pos, verify_crc)
+        except CorruptBatchError as e:
+            raise LogFileError(path, e.offset_in_file, e.reason) from None
         except MessageDecodeError as e:
-            raise LogFileError(path, pos, f"batch at offset {batch.base_offset}: {e}") from None
-        for r, message in zip(batch.records, messages, strict=True):
-            offset = batch.base_offset + r.offset_delta
+            raise LogFileError(path, pos, f"batch at offset {header.base_offset}: {e}") from None
+        control = batch.is_control
+        base = header.base_offset
+        for delta, message in enumerate(batch.records):
+            offset = base + delta
             if offset < from_offset:
                 continue
             yield LogEntry(
-                offset,
-                batch.base_timestamp + r.timestamp_delta,
-                batch.partition_leader_epoch,
-                control,
-                message,
-                path,
-                pos,
+                offset, header.base_timestamp, header.partition_leader_epoch, control, message, path, pos
             )
+        pos += header.size
