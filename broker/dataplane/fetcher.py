@@ -1,0 +1,402 @@
+"""Followers copy their leaders' logs (Kafka's ReplicaFetcherManager / ReplicaFetcherThread).
+
+One fetcher task per leader broker carries every partition this broker follows there in one Fetch
+at a time: from its log end offset, with the epoch of its last batch (LastFetchedEpoch) and the
+leader epoch it believes in (CurrentLeaderEpoch). Per partition, the answer is one of:
+
+- records: appended as they are (the leader gave them offsets and epochs), then the follower's HW
+  becomes min(leader HW, its LEO);
+- DivergingEpoch: the logs disagree after a leader change; the follower truncates (truncation.py)
+  and fetches again;
+- OFFSET_OUT_OF_RANGE: the leader's log starts after ours ends (retention): start over there; or
+  ours runs past the leader's end: cut back to it;
+- FENCED_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER / UNKNOWN_LEADER_EPOCH / KAFKA_STORAGE_ERROR / other:
+  the partition waits `replica.fetch.backoff.ms` (the metadata is moving; a publish restarts it).
+
+A failure of our own log dir takes the partition offline and out of its fetcher.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import structlog
+
+from broker.dataplane.truncation import EpochEnd, truncation_for
+from broker.storage import LogDirOfflineError, PartitionLog, UnexpectedAppendOffsetError
+from protocol.errors import Errors, KafkaError
+from protocol.record_batch import iter_batch_positions
+from protocol.rpc.broker_fetch import (
+    FetchRequest,
+    FetchResponse,
+    ReplicaStateData,
+    broker_api_specs,
+)
+from protocol.rpc.list_offsets import ListOffsetsRequest
+from protocol.transport import NO_RETRIES, RpcClient
+from protocol.uuid import Uuid
+
+if TYPE_CHECKING:
+    from broker.dataplane.replica_manager import HostedPartition, ReplicaManager
+
+log = structlog.get_logger("broker.dataplane")
+
+T = TypeVar("T")
+FETCH_VERSION = 17
+PartitionKey = tuple[Uuid, int]
+UNKNOWN_LEADER_EPOCH_BACKOFF_MS = 50
+
+
+@dataclass(slots=True)
+class FetchState:
+    hp: HostedPartition
+    leader_epoch: int
+    fetch_offset: int = -1
+    last_fetched_epoch: int = -1
+    delayed_until_ms: int = 0
+    initialized: bool = False
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: ReplicaManager, source_id: int) -> None:
+        self.manager = manager
+        self.source_id = source_id
+        self.partitions: dict[PartitionKey, FetchState] = {}
+        self._changed = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._client: RpcClient | None = None
+        self._client_url: str | None = None
+
+    def add(self, hp: HostedPartition, leader_epoch: int) -> None:
+        self.partitions[hp.key] = FetchState(hp, leader_epoch)
+        self._changed.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{self.source_id}")
+
+    def remove(self, key: PartitionKey) -> bool:
+        found = self.partitions.pop(key, None) is not None
+        self._changed.set()
+        return found
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _leader_url(self) -> str | None:
+        broker = self.manager.image.cluster.brokers.get(self.source_id)
+        if broker is None:
+            return None
+        ep = broker.listener(self.manager.listener_name) if self.manager.listener_name else None
+        if ep is None and broker.listeners:
+            ep = broker.listeners[0]
+        if ep is None:
+            return None
+        host = ep.host or "127.0.0.1"
+        return f"http://{host}:{ep.port}"
+
+    def _client_for(self, url: str) -> RpcClient:
+        if self._client is None or self._client_url != url:
+            if self._client is not None:
+                old = self._client
+                asyncio.get_running_loop().create_task(old.close())
+            self._client = RpcClient(
+                url,
+                specs=broker_api_specs(),
+                retry=NO_RETRIES,
+                timeout=self.manager.settings.fetch_wait_max_ms / 1000
+                + self.manager.settings.request_timeout_ms / 1000,
+            )
+            self._client_url = url
+        return self._client
+
+    async def _run(self) -> None:
+        from broker.dataplane.replica_manager import now_ms
+
+        backoff_ms = self.manager.settings.fetch_backoff_ms
+        while self.partitions:
+            now = now_ms()
+            ready = [fs for fs in self.partitions.values() if fs.delayed_until_ms <= now]
+            if not ready:
+                wake = min(fs.delayed_until_ms for fs in self.partitions.values())
+                self._changed.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._changed.wait(), max(wake - now, 1) / 1000)
+                continue
+            for fs in ready:
+                if not fs.initialized:
+                    await self._initialize(fs)
+            ready = [fs for fs in ready if fs.initialized and fs.hp.key in self.partitions]
+            if not ready:
+                continue
+            url = self._leader_url()
+            if url is None:
+                self._delay(ready, backoff_ms)
+                continue
+            req = self._build_request(ready)
+            try:
+                resp: FetchResponse = await self._client_for(url).call("Fetch", req, FETCH_VERSION)
+            except KafkaError as e:
+                log.info("fetch from leader failed", leader=self.source_id, error=str(e))
+                self._delay(ready, backoff_ms)
+                continue
+            if resp.ErrorCode != 0:
+                log.info("fetch refused by leader", leader=self.source_id, error=_name(resp.ErrorCode))
+                self._delay(ready, backoff_ms)
+                continue
+            by_key = {fs.hp.key: fs for fs in ready}
+            work = []
+            for topic in resp.Responses:
+                for pd in topic.Partitions:
+                    fs = by_key.get((topic.TopicId, pd.PartitionIndex))
+                    if fs is not None:
+                        work.append(self._handle(fs, pd))
+            await asyncio.gather(*work)
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def _delay(self, states: list[FetchState], ms: int) -> None:
+        from broker.dataplane.replica_manager import now_ms
+
+        until = now_ms() + ms
+        for fs in states:
+            fs.delayed_until_ms = until
+
+    def _build_request(self, ready: list[FetchState]) -> FetchRequest:
+        settings = self.manager.settings
+        topics: dict[Uuid, list[FetchRequest.FetchPartition]] = {}
+        for fs in ready:
+            topics.setdefault(fs.hp.tp.topic_id, []).append(
+                FetchRequest.FetchPartition(
+                    Partition=fs.hp.tp.partition,
+                    CurrentLeaderEpoch=fs.leader_epoch,
+                    FetchOffset=fs.fetch_offset,
+                    LastFetchedEpoch=fs.last_fetched_epoch,
+                    LogStartOffset=fs.hp.state.log_start_offset,
+                    PartitionMaxBytes=settings.fetch_max_bytes,
+                )
+            )
+        return FetchRequest(
+            ReplicaState=ReplicaStateData(
+                ReplicaId=self.manager.node_id, ReplicaEpoch=self.manager.host.broker_epoch
+            ),
+            MaxWaitMs=settings.fetch_wait_max_ms,
+            MinBytes=1,
+            MaxBytes=settings.fetch_max_bytes * max(len(ready), 1),
+            Topics=[FetchRequest.FetchTopic(TopicId=t, Partitions=ps) for t, ps in topics.items()],
+        )
+
+    async def _on_dir(self, fs: FetchState, fn: Callable[..., T], *args: object) -> T:
+        local = fs.hp.local
+        if local is None:
+            raise LogDirOfflineError(str(fs.hp.tp), "the partition is offline")
+        return await self.manager.on_local_dir(fs.hp, fn, local.log, *args)
+
+    async def _initialize(self, fs: FetchState) -> None:
+        try:
+            fs.fetch_offset, fs.last_fetched_epoch = await self._on_dir(fs, _position)
+            fs.initialized = True
+        except (LogDirOfflineError, KafkaError):
+            self.remove(fs.hp.key)
+
+    async def _handle(self, fs: FetchState, pd: FetchResponse.PartitionData) -> None:
+        if self.partitions.get(fs.hp.key) is not fs:
+            return  # removed or replaced while the fetch was out
+        code = _code(pd.ErrorCode)
+        settings = self.manager.settings
+        try:
+            if code is Errors.NONE:
+                if pd.DivergingEpoch is not None:
+                    await self._truncate(fs, EpochEnd(pd.DivergingEpoch.Epoch, pd.DivergingEpoch.EndOffset))
+                    return
+                if pd.Records:
+                    leo, epoch = await self._on_dir(fs, _append_fetched, pd.Records, pd.LogStartOffset)
+                else:
+                    leo, epoch = fs.fetch_offset, fs.last_fetched_epoch
+                if self.partitions.get(fs.hp.key) is not fs:
+                    return
+                fs.fetch_offset, fs.last_fetched_epoch = leo, epoch
+                self.manager.follower_progress(fs.hp, leo, pd.HighWatermark, pd.LogStartOffset)
+            elif code is Errors.OFFSET_OUT_OF_RANGE:
+                await self._out_of_range(fs, pd)
+            elif code is Errors.UNKNOWN_LEADER_EPOCH:
+                self._delay([fs], UNKNOWN_LEADER_EPOCH_BACKOFF_MS)
+            else:
+                if code is not Errors.NOT_LEADER_OR_FOLLOWER:
+                    log.info(
+                        "follower fetch error",
+                        partition=str(fs.hp.tp),
+                        leader=self.source_id,
+                        error=code.name,
+                    )
+                self._delay([fs], settings.fetch_backoff_ms)
+        except LogDirOfflineError:
+            self.remove(fs.hp.key)
+        except KafkaError as e:
+            log.warning("follower append failed", partition=str(fs.hp.tp), error=str(e))
+            self._delay([fs], settings.fetch_backoff_ms)
+
+    async def _truncate(self, fs: FetchState, diverging: EpochEnd) -> None:
+        hw = fs.hp.state.high_watermark
+        leo, epoch, cut = await self._on_dir(fs, _truncate_for_divergence, diverging, hw)
+        log.info(
+            "truncated after a leader change",
+            partition=str(fs.hp.tp),
+            leader=self.source_id,
+            diverging_epoch=diverging.epoch,
+            diverging_end_offset=diverging.end_offset,
+            truncated_to=cut,
+        )
+        if self.partitions.get(fs.hp.key) is fs:
+            fs.fetch_offset, fs.last_fetched_epoch = leo, epoch
+            fs.hp.state.truncated(leo)
+
+    async def _out_of_range(self, fs: FetchState, pd: FetchResponse.PartitionData) -> None:
+        if pd.LogStartOffset >= 0 and fs.fetch_offset < pd.LogStartOffset:
+            target = pd.LogStartOffset
+            leo, epoch = await self._on_dir(fs, _restart_at, target)
+        else:
+            leader_end = await self._leader_end_offset(fs)
+            if leader_end is None:
+                self._delay([fs], self.manager.settings.fetch_backoff_ms)
+                return
+            leo, epoch = await self._on_dir(fs, _truncate_to, leader_end)
+        log.info("follower fetch offset out of range, reset", partition=str(fs.hp.tp), log_end_offset=leo)
+        if self.partitions.get(fs.hp.key) is fs:
+            fs.fetch_offset, fs.last_fetched_epoch = leo, epoch
+            fs.hp.state.truncated(leo)
+
+    async def _leader_end_offset(self, fs: FetchState) -> int | None:
+        url = self._leader_url()
+        if url is None:
+            return None
+        req = ListOffsetsRequest(
+            ReplicaId=self.manager.node_id,
+            Topics=[
+                ListOffsetsRequest.ListOffsetsTopic(
+                    Name=fs.hp.tp.topic_name,
+                    Partitions=[
+                        ListOffsetsRequest.ListOffsetsPartition(
+                            PartitionIndex=fs.hp.tp.partition,
+                            CurrentLeaderEpoch=fs.leader_epoch,
+                            Timestamp=-1,
+                        )
+                    ],
+                )
+            ],
+        )
+        try:
+            resp = await self._client_for(url).call("ListOffsets", req)
+        except KafkaError:
+            return None
+        for t in resp.Topics:
+            for p in t.Partitions:
+                if p.ErrorCode == 0:
+                    return p.Offset
+        return None
+
+
+class ReplicaFetcherManager:
+    def __init__(self, manager: ReplicaManager) -> None:
+        self.manager = manager
+        self.fetchers: dict[int, ReplicaFetcher] = {}
+        self._by_partition: dict[PartitionKey, int] = {}
+
+    def add(self, hp: HostedPartition, leader: int, leader_epoch: int) -> None:
+        self.remove(hp.key)
+        fetcher = self.fetchers.get(leader)
+        if fetcher is None:
+            fetcher = self.fetchers[leader] = ReplicaFetcher(self.manager, leader)
+        fetcher.add(hp, leader_epoch)
+        self._by_partition[hp.key] = leader
+
+    def remove(self, key: PartitionKey) -> None:
+        leader = self._by_partition.pop(key, None)
+        if leader is not None and leader in self.fetchers:
+            self.fetchers[leader].remove(key)
+
+    def fetching(self, key: PartitionKey) -> int | None:
+        return self._by_partition.get(key)
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(f.stop() for f in self.fetchers.values()), return_exceptions=True)
+        self.fetchers.clear()
+        self._by_partition.clear()
+
+
+def _code(value: int) -> Errors:
+    try:
+        return Errors(value)
+    except ValueError:
+        return Errors.UNKNOWN_SERVER_ERROR
+
+
+def _name(value: int) -> str:
+    return _code(value).name
+
+
+# ---- work done on the follower's log dir thread ---------------------------------------------------
+
+
+def _latest_epoch(log: PartitionLog) -> int:
+    epoch = log.latest_epoch
+    return -1 if epoch is None else epoch
+
+
+def _position(log: PartitionLog) -> tuple[int, int]:
+    return log.log_end_offset, _latest_epoch(log)
+
+
+def _append_fetched(log: PartitionLog, records: bytes, leader_log_start: int) -> tuple[int, int]:
+    """Append what the leader sent, skipping batches we already hold (a refetch after truncation)."""
+    leo = log.log_end_offset
+    start = None
+    for pos, h in iter_batch_positions(records):
+        if h.last_offset < leo:
+            continue
+        if h.base_offset < leo:
+            # Our log ends inside this batch of the leader's: take the whole batch again.
+            log.truncate_to(h.base_offset)
+        start = pos
+        break
+    if start is not None:
+        try:
+            log.append_as_follower(records[start:] if start else records)
+        except UnexpectedAppendOffsetError as e:
+            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, str(e)) from None
+    if leader_log_start > log.log_start_offset:
+        log.increment_log_start_offset(min(leader_log_start, log.log_end_offset))
+    return log.log_end_offset, _latest_epoch(log)
+
+
+def _truncate_for_divergence(
+    log: PartitionLog, diverging: EpochEnd, high_watermark: int
+) -> tuple[int, int, int]:
+    local = log.end_offset_for_epoch(diverging.epoch) if diverging.epoch >= 0 else None
+    decision = truncation_for(
+        diverging,
+        EpochEnd(local.leader_epoch, local.end_offset) if local is not None else None,
+        log.log_end_offset,
+        high_watermark,
+    )
+    log.truncate_to(max(decision.offset, 0))
+    return log.log_end_offset, _latest_epoch(log), decision.offset
+
+
+def _truncate_to(log: PartitionLog, offset: int) -> tuple[int, int]:
+    log.truncate_to(max(offset, 0))
+    return log.log_end_offset, _latest_epoch(log)
+
+
+def _restart_at(log: PartitionLog, offset: int) -> tuple[int, int]:
+    log.truncate_fully_and_start_at(offset)
+    return log.log_end_offset, _latest_epoch(log)

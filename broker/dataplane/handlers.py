@@ -1,0 +1,278 @@
+"""RPC handlers of the broker's data plane: request models in, response models out.
+
+Errors are answered per partition (or per dir) with Kafka's codes; only a request the broker
+cannot look at raises. Controller requests a client sends to a broker (CreateTopics, DeleteTopics)
+are forwarded to the active controller, as KRaft brokers do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from broker.dataplane.metadata_response import metadata_response
+from broker.storage import LogDirOfflineError, PartitionLog
+from kraftpy.image import MetadataImage
+from protocol.errors import Errors, KafkaError
+from protocol.rpc.broker_fetch import EpochEndOffset as FetchEpochEndOffset
+from protocol.rpc.broker_fetch import FetchRequest, FetchResponse, LeaderIdAndEpoch
+from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+from protocol.rpc.produce import ProduceRequest, ProduceResponse
+from protocol.uuid import Uuid
+
+if TYPE_CHECKING:
+    from broker.dataplane.host import ConfiguredLogDir
+    from broker.dataplane.producer_ids import ProducerIdManager
+    from broker.dataplane.replica_manager import FetchRead, ReplicaManager
+
+D = DescribeLogDirsResponse
+
+
+class DataPlaneHandlers:
+    def __init__(self, replicas: ReplicaManager, producer_ids: ProducerIdManager) -> None:
+        self.replicas = replicas
+        self.producer_ids = producer_ids
+        self.host = replicas.host
+
+    def _image(self) -> MetadataImage:
+        image = self.replicas.image
+        return image if not image.is_empty() else self.host.image
+
+    # ---- Produce --------------------------------------------------------------------------------
+
+    async def produce(self, req: ProduceRequest, version: int) -> ProduceResponse:
+        P = ProduceResponse
+        refuse: Errors | None = None
+        message = None
+        if req.Acks not in (0, 1, -1):
+            refuse, message = Errors.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {req.Acks}"
+        elif req.TransactionalId is not None:
+            refuse, message = Errors.INVALID_REQUEST, "transactional produce is not supported"
+        calls = []
+        places = []
+        for topic in req.TopicData:
+            for pd in topic.PartitionData:
+                places.append((topic.Name, pd.Index))
+                if refuse is None:
+                    calls.append(
+                        self.replicas.append(topic.Name, pd.Index, pd.Records, req.Acks, req.TimeoutMs)
+                    )
+        outcomes = await asyncio.gather(*calls) if refuse is None else []
+        by_topic: dict[str, list[ProduceResponse.PartitionProduceResponse]] = {}
+        for i, (name, index) in enumerate(places):
+            if refuse is not None:
+                part = P.PartitionProduceResponse(Index=index, ErrorCode=int(refuse), ErrorMessage=message)
+            else:
+                o = outcomes[i]
+                part = P.PartitionProduceResponse(
+                    Index=index,
+                    ErrorCode=int(o.error),
+                    BaseOffset=o.base_offset,
+                    LogStartOffset=o.log_start_offset,
+                    ErrorMessage=o.message if version >= 8 else None,
+                )
+            by_topic.setdefault(name, []).append(part)
+        return P(
+            Responses=[P.TopicProduceResponse(Name=n, PartitionResponses=ps) for n, ps in by_topic.items()]
+        )
+
+    # ---- Fetch ----------------------------------------------------------------------------------
+
+    async def fetch(self, req: FetchRequest, version: int) -> FetchResponse:
+        replica_id = req.replica_id(version)
+        replica_epoch = req.replica_epoch(version)
+        wanted: list[tuple[str | Uuid, int, FetchRequest.FetchPartition, FetchRequest.FetchTopic]] = []
+        for topic in req.Topics:
+            key: str | Uuid = topic.TopicId if version >= 13 else topic.Topic
+            for p in topic.Partitions:
+                wanted.append((key, p.Partition, p, topic))
+
+        async def read_all() -> list[FetchRead]:
+            return list(
+                await asyncio.gather(
+                    *(
+                        self.replicas.read(
+                            key,
+                            index,
+                            replica_id=replica_id,
+                            replica_epoch=replica_epoch,
+                            fetch_offset=p.FetchOffset,
+                            current_leader_epoch=p.CurrentLeaderEpoch,
+                            last_fetched_epoch=p.LastFetchedEpoch,
+                            max_bytes=max(p.PartitionMaxBytes, 1),
+                        )
+                        for key, index, p, _ in wanted
+                    )
+                )
+            )
+
+        reads = await read_all()
+        total = sum(len(r.records) for r in reads)
+        quiet = all(r.error is Errors.NONE and r.diverging is None for r in reads)
+        if wanted and quiet and total < max(req.MinBytes, 1) and req.MaxWaitMs > 0:
+            keys = [k for key, index, _, _ in wanted if (k := self.replicas.key_of(key, index)) is not None]
+            if await self.replicas.fetch_waiters.wait_any(keys, req.MaxWaitMs / 1000):
+                reads = await read_all()
+
+        R = FetchResponse
+        topics: dict[tuple[str, Uuid], list[FetchResponse.PartitionData]] = {}
+        budget = req.MaxBytes
+        for (_, index, _, topic), r in zip(wanted, reads, strict=True):
+            records = r.records
+            if records and budget <= 0:
+                records = b""  # over MaxBytes: the next fetch takes it
+            budget -= len(records)
+            pd = R.PartitionData(
+                PartitionIndex=index,
+                ErrorCode=int(r.error),
+                HighWatermark=r.high_watermark,
+                LastStableOffset=r.high_watermark,
+                LogStartOffset=r.log_start_offset,
+                DivergingEpoch=(
+                    FetchEpochEndOffset(Epoch=r.diverging.epoch, EndOffset=r.diverging.end_offset)
+                    if r.diverging is not None
+                    else None
+                ),
+                CurrentLeader=(
+                    LeaderIdAndEpoch(LeaderId=r.leader[0], LeaderEpoch=r.leader[1])
+                    if r.leader is not None
+                    else None
+                ),
+                Records=records,
+            )
+            topics.setdefault((topic.Topic, topic.TopicId), []).append(pd)
+        return R(
+            Responses=[
+                R.FetchableTopicResponse(Topic=name if version < 13 else "", TopicId=tid, Partitions=ps)
+                for (name, tid), ps in topics.items()
+            ]
+        )
+
+    # ---- ListOffsets ----------------------------------------------------------------------------
+
+    async def list_offsets(self, req: ListOffsetsRequest, version: int) -> ListOffsetsResponse:
+        L = ListOffsetsResponse
+        out = []
+        for topic in req.Topics:
+            results = await asyncio.gather(
+                *(
+                    self.replicas.list_offset(
+                        topic.Name, p.PartitionIndex, p.Timestamp, p.CurrentLeaderEpoch, req.ReplicaId
+                    )
+                    for p in topic.Partitions
+                )
+            )
+            out.append(
+                L.ListOffsetsTopicResponse(
+                    Name=topic.Name,
+                    Partitions=[
+                        L.ListOffsetsPartitionResponse(
+                            PartitionIndex=p.PartitionIndex,
+                            ErrorCode=int(code),
+                            Timestamp=ts,
+                            Offset=offset,
+                            LeaderEpoch=epoch,
+                        )
+                        for p, (code, ts, offset, epoch) in zip(topic.Partitions, results, strict=True)
+                    ],
+                )
+            )
+        return L(Topics=out)
+
+    # ---- Metadata -------------------------------------------------------------------------------
+
+    async def metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
+        return metadata_response(
+            self._image(),
+            req,
+            version,
+            listener=self.replicas.listener_name or "",
+            cluster_id=self.host.cluster_id,
+            local_broker_id=self.host.node_id,
+        )
+
+    # ---- DescribeLogDirs ------------------------------------------------------------------------
+
+    async def describe_log_dirs(self, req: DescribeLogDirsRequest, version: int) -> DescribeLogDirsResponse:
+        wanted: dict[str, set[int]] | None = None
+        if req.Topics is not None:
+            wanted = {}
+            for t in req.Topics:
+                wanted.setdefault(t.Topic, set()).update(t.Partitions)
+        results = [await self._describe_dir(d, wanted) for d in self.host.configured_log_dirs()]
+        return D(Results=results)
+
+    async def _describe_dir(
+        self, d: ConfiguredLogDir, wanted: dict[str, set[int]] | None
+    ) -> D.DescribeLogDirsResult:
+        dir_id = d.dir_id or Uuid.ZERO
+        if d.log_dir is None or not d.log_dir.online:
+            return D.DescribeLogDirsResult(
+                ErrorCode=int(Errors.KAFKA_STORAGE_ERROR), LogDir=d.path, DirectoryId=dir_id
+            )
+        logs = []
+        for hp in self.replicas.partitions.values():
+            local = hp.local
+            if local is None or local.log_dir is not d.log_dir:
+                continue
+            if wanted is not None and hp.tp.partition not in wanted.get(hp.tp.topic_name, set()):
+                continue
+            logs.append((hp, local.log))
+        try:
+            usage = await d.log_dir.run(d.log_dir.usage)
+            sizes = await d.log_dir.run(_sizes, [log for _, log in logs])
+        except LogDirOfflineError:
+            return D.DescribeLogDirsResult(
+                ErrorCode=int(Errors.KAFKA_STORAGE_ERROR), LogDir=d.path, DirectoryId=dir_id
+            )
+        topics: dict[str, list[D.DescribeLogDirsPartition]] = {}
+        for (hp, _), (size, leo) in zip(logs, sizes, strict=True):
+            topics.setdefault(hp.tp.topic_name, []).append(
+                D.DescribeLogDirsPartition(
+                    PartitionIndex=hp.tp.partition,
+                    PartitionSize=size,
+                    OffsetLag=max(hp.state.high_watermark - leo, 0),
+                    IsFutureKey=False,
+                )
+            )
+        return D.DescribeLogDirsResult(
+            ErrorCode=0,
+            LogDir=d.path,
+            Topics=[
+                D.DescribeLogDirsTopic(Name=name, Partitions=sorted(ps, key=lambda p: p.PartitionIndex))
+                for name, ps in sorted(topics.items())
+            ],
+            TotalBytes=usage.total_bytes,
+            UsableBytes=usage.usable_bytes,
+            DirectoryId=dir_id,
+        )
+
+    # ---- InitProducerId -------------------------------------------------------------------------
+
+    async def init_producer_id(self, req: InitProducerIdRequest, version: int) -> InitProducerIdResponse:
+        if req.TransactionalId is not None:
+            return InitProducerIdResponse(ErrorCode=int(Errors.INVALID_REQUEST))
+        try:
+            pid = await self.producer_ids.next_producer_id()
+        except KafkaError as e:
+            return InitProducerIdResponse(ErrorCode=int(e.code))
+        return InitProducerIdResponse(ErrorCode=0, ProducerId=pid, ProducerEpoch=0)
+
+    # ---- forwarded to the controller -------------------------------------------------------------
+
+    async def create_topics(self, req: CreateTopicsRequest, version: int) -> CreateTopicsResponse:
+        resp: CreateTopicsResponse = await self.host.controller.call("CreateTopics", req, version, timeout=30)
+        return resp
+
+    async def delete_topics(self, req: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:
+        resp: DeleteTopicsResponse = await self.host.controller.call("DeleteTopics", req, version, timeout=30)
+        return resp
+
+
+def _sizes(logs: list[PartitionLog]) -> list[tuple[int, int]]:
+    return [(log.size_bytes, log.log_end_offset) for log in logs]

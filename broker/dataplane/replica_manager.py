@@ -1,0 +1,596 @@
+"""The broker's replicas at work (the data half of Kafka's ReplicaManager): leaders append and serve,
+followers copy, the high watermark and the ISR move.
+
+Each hosted partition is a sans-IO `Partition` (the decisions) plus its `LocalLog` (the bytes, only
+touched on its log dir's thread). This class turns metadata into leader/follower transitions,
+appends produced batches, answers fetches, completes acks=all produces as the HW passes them, and
+sends ISR changes to the controller. A partition whose log dir failed answers KAFKA_STORAGE_ERROR
+until the metadata moves it; its parked produces are answered the same way at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+import structlog
+
+from broker.dataplane.alter_partition import AlterPartitionManager
+from broker.dataplane.checkpoints import HighWatermarkCheckpoints
+from broker.dataplane.fetcher import ReplicaFetcherManager
+from broker.dataplane.host import DataPlaneHost, LocalLog
+from broker.dataplane.metadata_response import min_insync_replicas
+from broker.dataplane.partition import Partition, Role
+from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
+from broker.dataplane.truncation import EpochEnd, diverging_epoch
+from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
+from kraftpy.image import MetadataImage, PartitionRegistration, TopicIdPartition
+from protocol.errors import Errors, KafkaError
+from protocol.uuid import Uuid
+
+log = structlog.get_logger("broker.dataplane")
+
+T = TypeVar("T")
+PartitionKey = tuple[Uuid, int]
+
+ISR_CHECK_MIN_MS = 50
+
+
+def now_ms() -> int:
+    return time.monotonic_ns() // 1_000_000
+
+
+@dataclass(slots=True)
+class HostedPartition:
+    tp: TopicIdPartition
+    state: Partition
+    local: LocalLog | None = None
+    registration: PartitionRegistration | None = None
+
+    @property
+    def key(self) -> PartitionKey:
+        return (self.tp.topic_id, self.tp.partition)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendOutcome:
+    error: Errors
+    base_offset: int = -1
+    log_start_offset: int = -1
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRead:
+    """One partition's part of a fetch answer."""
+
+    error: Errors
+    high_watermark: int = -1
+    log_start_offset: int = -1
+    records: bytes = b""
+    diverging: EpochEnd | None = None
+    leader: tuple[int, int] | None = None
+    message: str | None = None
+
+
+@dataclass(slots=True)
+class _Settings:
+    replica_lag_time_max_ms: int
+    min_insync_replicas: int
+    fetch_wait_max_ms: int
+    fetch_max_bytes: int
+    fetch_backoff_ms: int
+    hw_checkpoint_interval_ms: int
+    request_timeout_ms: int
+
+
+def _settings(host: DataPlaneHost) -> _Settings:
+    cfg = host.config
+    raw = cfg.originals() if hasattr(cfg, "originals") else {}
+
+    def own(name: str, default: int) -> int:
+        try:
+            return int(raw.get(name, default))
+        except (TypeError, ValueError):
+            return default
+
+    return _Settings(
+        replica_lag_time_max_ms=int(cfg.replica_lag_time_max_ms),
+        min_insync_replicas=int(cfg.min_insync_replicas),
+        fetch_wait_max_ms=own("replica.fetch.wait.max.ms", 500),
+        fetch_max_bytes=own("replica.fetch.max.bytes", 1024 * 1024),
+        fetch_backoff_ms=own("replica.fetch.backoff.ms", 1000),
+        hw_checkpoint_interval_ms=own("replica.high.watermark.checkpoint.interval.ms", 5000),
+        request_timeout_ms=own("replica.socket.timeout.ms", 30000),
+    )
+
+
+class ReplicaManager:
+    def __init__(self, host: DataPlaneHost) -> None:
+        self.host = host
+        self.node_id = host.node_id
+        self.settings = _settings(host)
+        self.listener_name = broker_listener_name(host.config)
+        self.partitions: dict[PartitionKey, HostedPartition] = {}
+        self.purgatory = ProducePurgatory()
+        self.fetch_waiters = FetchWaiters()
+        self.checkpoints = HighWatermarkCheckpoints(host)
+        self.alter_partition = AlterPartitionManager(host, self._isr_change_done)
+        self.fetchers = ReplicaFetcherManager(self)
+        self._image = MetadataImage.EMPTY
+        self._publish_lock = asyncio.Lock()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._waiting_for_logs: set[PartitionKey] = set()
+        self._stopped = False
+
+    # ---- lifecycle ------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        await self.checkpoints.load()
+        self._tasks.append(asyncio.create_task(self._isr_check_loop(), name="isr-expiration"))
+        self._tasks.append(asyncio.create_task(self._hw_checkpoint_loop(), name="hw-checkpoint"))
+
+    async def stop(self) -> None:
+        self._stopped = True
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        await self.fetchers.stop()
+        await self.alter_partition.stop()
+        for hp in self.partitions.values():
+            self.purgatory.fail_all(hp.key, Errors.NOT_LEADER_OR_FOLLOWER)
+        self.fetch_waiters.notify_all()
+        await self.checkpoints.write(self._high_watermarks())
+
+    # ---- metadata ---------------------------------------------------------------------------------
+
+    @property
+    def image(self) -> MetadataImage:
+        return self._image
+
+    async def publish(self, image: MetadataImage) -> None:
+        """Bring every local replica in line with `image` (leaders, followers, ISR, removals)."""
+        async with self._publish_lock:
+            self._image = image
+            await self._reconcile(image)
+
+    async def refresh(self) -> None:
+        """Reconcile again with the current image (e.g. after the host created logs it lacked)."""
+        await self.publish(self.host.image)
+
+    async def _reconcile(self, image: MetadataImage) -> None:
+        eligible, epochs = _cluster_view(image)
+        wanted = dict(image.topics.partitions_on_broker(self.node_id))
+        wanted_keys = {(tp.topic_id, tp.partition) for tp in wanted}
+        for key in [k for k in self.partitions if k not in wanted_keys]:
+            self._remove(self.partitions[key])
+        for tp, reg in wanted.items():
+            key = (tp.topic_id, tp.partition)
+            hp = self.partitions.get(key)
+            if hp is None:
+                hp = HostedPartition(tp, Partition(tp, self.node_id))
+                self.partitions[key] = hp
+            hp.tp = tp
+            hp.state.set_cluster_view(eligible, epochs)
+            if hp.registration is reg and hp.local is not None and hp.state.role is not Role.NONE:
+                continue
+            try:
+                await self._apply(hp, reg)
+            except LogDirOfflineError as e:
+                self._go_offline(hp, str(e))
+        if self._waiting_for_logs and not any(k in wanted_keys for k in self._waiting_for_logs):
+            self._waiting_for_logs.clear()
+
+    async def _apply(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
+        state = hp.state
+        if hp.local is None:
+            local = self.host.local_log(hp.tp)
+            if local is None:
+                if self.host.replica_offline(hp.tp):
+                    self._go_offline(hp, "log dir offline")
+                else:
+                    self._waiting_for_logs.add(hp.key)
+                hp.registration = reg
+                state.leader_id, state.leader_epoch = reg.leader, reg.leader_epoch
+                return
+            hp.local = local
+            self._waiting_for_logs.discard(hp.key)
+        elif not hp.local.log_dir.online:
+            self._go_offline(hp, "log dir offline")
+            hp.registration = reg
+            return
+        hp.registration = reg
+        local = hp.local
+        assert local is not None
+        if reg.leader == self.node_id:
+            if state.is_leader and state.leader_epoch == reg.leader_epoch:
+                if state.update_registration(reg):
+                    self._after_isr_change(hp)
+                return
+            self.fetchers.remove(hp.key)
+            leo, lso = await local.log_dir.run(_start_leader_epoch, local.log, reg.leader_epoch)
+            new = state.become_leader(
+                reg,
+                log_end_offset=leo,
+                log_start_offset=lso,
+                high_watermark=self.checkpoints.initial(hp.tp, state.high_watermark),
+                now_ms=now_ms(),
+            )
+            if new:
+                log.info(
+                    "became leader",
+                    partition=str(hp.tp),
+                    leader_epoch=reg.leader_epoch,
+                    isr=list(reg.isr),
+                    log_end_offset=leo,
+                    high_watermark=state.high_watermark,
+                )
+            self._after_isr_change(hp)
+        else:
+            was_leader = state.is_leader
+            leo, lso = await local.log_dir.run(_log_ends, local.log)
+            changed = state.become_follower(
+                reg,
+                log_end_offset=leo,
+                log_start_offset=lso,
+                high_watermark=self.checkpoints.initial(hp.tp, state.high_watermark),
+            )
+            if was_leader:
+                self._complete_produces(hp)
+            if changed:
+                self.fetchers.remove(hp.key)
+                if reg.leader >= 0:
+                    self.fetchers.add(hp, reg.leader, reg.leader_epoch)
+                log.info(
+                    "became follower",
+                    partition=str(hp.tp),
+                    leader=reg.leader,
+                    leader_epoch=reg.leader_epoch,
+                    log_end_offset=leo,
+                )
+            self.fetch_waiters.notify(hp.key)
+
+    def _remove(self, hp: HostedPartition) -> None:
+        self.fetchers.remove(hp.key)
+        hp.state.stop()
+        self.purgatory.fail_all(hp.key, Errors.NOT_LEADER_OR_FOLLOWER)
+        self.fetch_waiters.notify(hp.key)
+        del self.partitions[hp.key]
+        self._waiting_for_logs.discard(hp.key)
+
+    def _go_offline(self, hp: HostedPartition, reason: str) -> None:
+        if hp.state.role is not Role.OFFLINE:
+            log.warning("partition offline", partition=str(hp.tp), reason=reason)
+        self.fetchers.remove(hp.key)
+        hp.state.go_offline()
+        hp.local = None
+        self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
+        self.fetch_waiters.notify(hp.key)
+
+    def dir_failed(self, dir_id: Uuid) -> None:
+        """A log dir went offline: its partitions answer KAFKA_STORAGE_ERROR from now on."""
+        for hp in list(self.partitions.values()):
+            if hp.local is not None and hp.local.log_dir.dir_id == dir_id:
+                self._go_offline(hp, f"log dir {dir_id} failed")
+
+    def _storage_failure(self, hp: HostedPartition, e: LogDirOfflineError) -> AppendOutcome:
+        if hp.local is not None and not hp.local.log_dir.online:
+            self.dir_failed(hp.local.log_dir.dir_id)
+        return AppendOutcome(Errors.KAFKA_STORAGE_ERROR, message=str(e))
+
+    # ---- HW and ISR -----------------------------------------------------------------------------
+
+    def min_isr(self, hp: HostedPartition) -> int:
+        return min_insync_replicas(self._image, hp.tp.topic_name, self.settings.min_insync_replicas)
+
+    def _complete_produces(self, hp: HostedPartition) -> None:
+        min_isr = self.min_isr(hp)
+        self.purgatory.check(hp.key, lambda required: hp.state.acks_all_status(required, min_isr))
+
+    def _after_isr_change(self, hp: HostedPartition) -> None:
+        if hp.state.maybe_increment_high_watermark(now_ms(), self.settings.replica_lag_time_max_ms):
+            self.fetch_waiters.notify(hp.key)
+        self._complete_produces(hp)
+
+    def _isr_change_done(
+        self, key: PartitionKey, error: Errors, committed: tuple[int, int, int, list[int]] | None
+    ) -> None:
+        hp = self.partitions.get(key)
+        if hp is None:
+            return
+        if error is Errors.NONE and committed is not None:
+            leader, leader_epoch, partition_epoch, isr = committed
+            if hp.state.isr_change_committed(leader, leader_epoch, partition_epoch, isr):
+                log.info("ISR changed", partition=str(hp.tp), isr=isr, partition_epoch=partition_epoch)
+                self._after_isr_change(hp)
+            return
+        log.info("ISR change not accepted", partition=str(hp.tp), error=error.name)
+        hp.state.isr_change_failed()
+
+    async def _isr_check_loop(self) -> None:
+        lag = self.settings.replica_lag_time_max_ms
+        interval = max(lag // 2, ISR_CHECK_MIN_MS) / 1000
+        while True:
+            await asyncio.sleep(interval)
+            now = now_ms()
+            for hp in list(self.partitions.values()):
+                change = hp.state.maybe_shrink_isr(now, lag)
+                if change is not None:
+                    log.info(
+                        "shrinking ISR",
+                        partition=str(hp.tp),
+                        isr=list(hp.state.isr),
+                        new_isr=list(change.new_isr),
+                    )
+                    self.alter_partition.submit(change)
+
+    def _high_watermarks(self) -> dict[Uuid, dict[TopicIdPartition, int]]:
+        out: dict[Uuid, dict[TopicIdPartition, int]] = {}
+        for hp in self.partitions.values():
+            if hp.local is not None and hp.state.role in (Role.LEADER, Role.FOLLOWER):
+                out.setdefault(hp.local.log_dir.dir_id, {})[hp.tp] = hp.state.high_watermark
+        return out
+
+    async def _hw_checkpoint_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.hw_checkpoint_interval_ms / 1000)
+            await self.checkpoints.write(self._high_watermarks())
+
+    # ---- produce --------------------------------------------------------------------------------
+
+    def _resolve(self, topic: str | Uuid, partition: int) -> HostedPartition | Errors:
+        t = self._image.topics.get_topic(topic)
+        if t is None or partition not in t.partitions:
+            if isinstance(topic, Uuid):
+                return Errors.UNKNOWN_TOPIC_ID
+            return Errors.UNKNOWN_TOPIC_OR_PARTITION
+        hp = self.partitions.get((t.id, partition))
+        if hp is None:
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return hp
+
+    async def append(
+        self, topic: str, partition: int, records: bytes | None, acks: int, timeout_ms: int
+    ) -> AppendOutcome:
+        """A producer's batch for one partition, answered as Kafka answers it for `acks`."""
+        resolved = self._resolve(topic, partition)
+        if isinstance(resolved, Errors):
+            return AppendOutcome(resolved)
+        hp = resolved
+        if records is None:
+            return AppendOutcome(Errors.CORRUPT_MESSAGE, message="null records")
+        min_isr = self.min_isr(hp)
+        try:
+            hp.state.check_produce(acks, min_isr)
+            local = hp.local
+            if local is None:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
+            epoch = hp.state.leader_epoch
+            result: AppendResult = await local.log_dir.run(_append_as_leader, hp, local.log, records, epoch)
+        except LogDirOfflineError as e:
+            return self._storage_failure(hp, e)
+        except KafkaError as e:
+            return AppendOutcome(e.code, message=e.message)
+        if result.num_batches == 0:
+            return AppendOutcome(Errors.NONE, -1, hp.state.log_start_offset)
+        state = hp.state
+        if state.is_leader and state.leader_epoch == epoch and state.leader_appended(result.last_offset + 1):
+            self._complete_produces(hp)
+        self.fetch_waiters.notify(hp.key)
+        if acks != -1:
+            return AppendOutcome(Errors.NONE, result.first_offset, state.log_start_offset)
+        fut = self.purgatory.watch(hp.key, result.last_offset + 1)
+        self._complete_produces(hp)
+        code = await wait_for_status(fut, timeout_ms / 1000)
+        if code is Errors.NONE:
+            return AppendOutcome(Errors.NONE, result.first_offset, state.log_start_offset)
+        return AppendOutcome(
+            code, result.first_offset if code is Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND else -1
+        )
+
+    # ---- fetch ----------------------------------------------------------------------------------
+
+    async def read(
+        self,
+        topic: str | Uuid,
+        partition: int,
+        *,
+        replica_id: int,
+        replica_epoch: int,
+        fetch_offset: int,
+        current_leader_epoch: int,
+        last_fetched_epoch: int,
+        max_bytes: int,
+    ) -> FetchRead:
+        """One partition of a fetch: a follower (replica_id >= 0) reads to the log end and reports its
+        progress; a consumer reads to the high watermark."""
+        resolved = self._resolve(topic, partition)
+        if isinstance(resolved, Errors):
+            return FetchRead(resolved)
+        hp = resolved
+        state = hp.state
+        try:
+            state.check_leader()
+            state.check_leader_epoch(current_leader_epoch)
+            local = hp.local
+            if local is None:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
+            follower = replica_id >= 0
+            if follower and replica_id not in state.followers:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"{replica_id} is not a replica of {hp.tp}")
+            result, diverging, lso = await local.log_dir.run(
+                _read_for_fetch,
+                local.log,
+                fetch_offset,
+                max_bytes,
+                None if follower else state.high_watermark,
+                last_fetched_epoch if follower else -1,
+            )
+        except LogDirOfflineError as e:
+            self._storage_failure(hp, e)
+            return FetchRead(Errors.KAFKA_STORAGE_ERROR, message=str(e))
+        except OffsetOutOfRangeError as e:
+            return FetchRead(
+                Errors.OFFSET_OUT_OF_RANGE,
+                high_watermark=state.high_watermark,
+                log_start_offset=e.log_start_offset,
+                message=e.message,
+            )
+        except KafkaError as e:
+            leader = (state.leader_id, state.leader_epoch) if state.leader_epoch >= 0 else None
+            return FetchRead(e.code, leader=leader, message=e.message)
+        if follower and diverging is None and state.is_leader:
+            update = state.follower_fetched(
+                replica_id, fetch_offset, replica_epoch, now_ms(), self.settings.replica_lag_time_max_ms
+            )
+            if update.high_watermark_moved:
+                self._complete_produces(hp)
+                self.fetch_waiters.notify(hp.key)
+            if update.isr_change is not None:
+                log.info(
+                    "expanding ISR",
+                    partition=str(hp.tp),
+                    isr=list(state.isr),
+                    new_isr=list(update.isr_change.new_isr),
+                )
+                self.alter_partition.submit(update.isr_change)
+        return FetchRead(
+            Errors.NONE,
+            high_watermark=state.high_watermark,
+            log_start_offset=lso,
+            records=result.records if result is not None else b"",
+            diverging=diverging,
+        )
+
+    def key_of(self, topic: str | Uuid, partition: int) -> PartitionKey | None:
+        t = self._image.topics.get_topic(topic)
+        return None if t is None else (t.id, partition)
+
+    # ---- offsets ----------------------------------------------------------------------------------
+
+    async def list_offset(
+        self, topic: str, partition: int, timestamp: int, current_leader_epoch: int, replica_id: int
+    ) -> tuple[Errors, int, int, int]:
+        """(error, timestamp, offset, leader epoch) for ListOffsets."""
+        resolved = self._resolve(topic, partition)
+        if isinstance(resolved, Errors):
+            return resolved, -1, -1, -1
+        hp = resolved
+        state = hp.state
+        try:
+            state.check_leader()
+            state.check_leader_epoch(current_leader_epoch)
+            local = hp.local
+            if local is None:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
+            if timestamp == -2:
+                _, lso = await local.log_dir.run(_log_ends, local.log)
+                return Errors.NONE, -1, lso, state.leader_epoch
+            if timestamp == -1:
+                if replica_id >= 0:
+                    leo, _ = await local.log_dir.run(_log_ends, local.log)
+                    return Errors.NONE, -1, leo, state.leader_epoch
+                return Errors.NONE, -1, state.high_watermark, state.leader_epoch
+            found = await local.log_dir.run(_offset_for_timestamp, local.log, timestamp, state.high_watermark)
+        except LogDirOfflineError as e:
+            self._storage_failure(hp, e)
+            return Errors.KAFKA_STORAGE_ERROR, -1, -1, -1
+        except KafkaError as e:
+            return e.code, -1, -1, -1
+        if found is None:
+            return Errors.NONE, -1, -1, state.leader_epoch
+        return Errors.NONE, found[0], found[1], state.leader_epoch
+
+    # ---- helpers for the follower side ----------------------------------------------------------
+
+    async def on_local_dir(self, hp: HostedPartition, fn: Callable[..., T], *args: object) -> T:
+        local = hp.local
+        if local is None:
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{hp.tp} has no online log")
+        try:
+            return await local.log_dir.run(fn, *args)
+        except LogDirOfflineError:
+            self.dir_failed(local.log_dir.dir_id)
+            raise
+
+    def follower_progress(self, hp: HostedPartition, leo: int, leader_hw: int, leader_lso: int) -> None:
+        if hp.state.follower_appended(leo, leader_hw, leader_lso):
+            self.fetch_waiters.notify(hp.key)
+
+    def summary(self) -> dict[str, object]:
+        roles: dict[str, int] = {}
+        for hp in self.partitions.values():
+            roles[hp.state.role.value] = roles.get(hp.state.role.value, 0) + 1
+        return {"partitions": roles, "waiting_produces": len(self.purgatory)}
+
+
+# ---- work done on a log dir's thread ----------------------------------------------------------------
+
+
+def broker_listener_name(cfg: object) -> str | None:
+    """The listener brokers reach each other (and clients reach brokers) on."""
+    name = getattr(cfg, "inter_broker_listener_name", None)
+    if name:
+        return str(name)
+    controller_names = set(getattr(cfg, "controller_listener_names", None) or ())
+    for ep in getattr(cfg, "listener_list", None) or ():
+        if ep.name not in controller_names:
+            return str(ep.name)
+    return None
+
+
+def _start_leader_epoch(log: PartitionLog, leader_epoch: int) -> tuple[int, int]:
+    latest = log.latest_epoch
+    if latest is None or leader_epoch > latest:
+        log.assign_epoch_start_offset(leader_epoch, log.log_end_offset)
+    return log.log_end_offset, log.log_start_offset
+
+
+def _log_ends(log: PartitionLog) -> tuple[int, int]:
+    return log.log_end_offset, log.log_start_offset
+
+
+def _append_as_leader(
+    hp: HostedPartition, log: PartitionLog, records: bytes, leader_epoch: int
+) -> AppendResult:
+    # Checked again here, in line with every other append to this log: a leader deposed while
+    # this batch waited must not write it with its old epoch.
+    if not hp.state.is_leader or hp.state.leader_epoch != leader_epoch:
+        raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no longer the leader of {hp.tp}")
+    return log.append_as_leader(records, leader_epoch)
+
+
+def _read_for_fetch(
+    log: PartitionLog, fetch_offset: int, max_bytes: int, max_offset: int | None, last_fetched_epoch: int
+) -> tuple[ReadResult | None, EpochEnd | None, int]:
+    if last_fetched_epoch >= 0:
+        end = log.end_offset_for_epoch(last_fetched_epoch)
+        diverging = diverging_epoch(
+            last_fetched_epoch, fetch_offset, EpochEnd(end.leader_epoch, end.end_offset) if end else None
+        )
+        if diverging is not None:
+            return None, diverging, log.log_start_offset
+    return log.read(fetch_offset, max_bytes, max_offset), None, log.log_start_offset
+
+
+def _offset_for_timestamp(log: PartitionLog, timestamp: int, high_watermark: int) -> tuple[int, int] | None:
+    """The first batch below the HW whose max timestamp reaches `timestamp`: (its timestamp, its base offset)."""
+    from protocol.record_batch import read_batch_header
+
+    for base, data in log.iter_batches():
+        if base >= high_watermark:
+            break
+        h = read_batch_header(data, 0)
+        if h.max_timestamp >= timestamp:
+            return h.max_timestamp, base
+    return None
+
+
+def _cluster_view(image: MetadataImage) -> tuple[set[int], dict[int, int]]:
+    eligible = {b for b, reg in image.cluster.brokers.items() if reg.is_active()}
+    epochs = {b: reg.epoch for b, reg in image.cluster.brokers.items()}
+    return eligible, epochs
