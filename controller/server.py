@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import structlog
@@ -141,7 +142,7 @@ class ControllerServer:
         try:
             dirs = await self._on_log_thread(_check_storage, cfg)
         except (EnsembleError, MetaPropertiesError, OSError) as e:
-            raise StartupError(f"storage of {cfg.metadata_log_dir_path}: {e}") from None
+            raise StartupError(_storage_problem(cfg, e)) from None
         self.cluster_id = dirs.cluster_id
         bootstrap_records, mv_level = await self._on_log_thread(_read_bootstrap, cfg.metadata_log_dir_path)
 
@@ -267,7 +268,8 @@ class ControllerServer:
                 log.exception("closing the metadata log failed")
         self._snapshot_executor.shutdown(wait=True)
         self._executor.shutdown(wait=True)
-        log.info("controller stopped")
+        if self.port is not None:
+            log.info("controller stopped")
 
     # ---- commits and failures --------------------------------------------------------------------
 
@@ -583,6 +585,19 @@ def _check_storage(cfg: KafkaConfig) -> Any:
     from kraftpy.storage import initialize_log_dirs
 
     return initialize_log_dirs(cfg)
+
+
+def _storage_problem(cfg: KafkaConfig, e: BaseException) -> str:
+    from kraftpy.storage import META_PROPERTIES
+
+    metadata_dir = cfg.metadata_log_dir_path
+    if not (Path(metadata_dir) / META_PROPERTIES).exists():
+        source = cfg.source or "CONFIG"
+        return (
+            f"metadata.log.dir {metadata_dir} is not formatted ({e}); "
+            f"run `kraftpy storage format -c {source} -t CLUSTER_ID` first"
+        )
+    return f"storage of {metadata_dir}: {e}"
 
 
 def _read_bootstrap(metadata_dir: str) -> tuple[list[Any], int]:
