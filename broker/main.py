@@ -1,0 +1,139 @@
+"""`kraftpy-broker -c FILE`: run a KRaft broker with one or more log dirs (JBOD, KIP-858).
+
+Problems an operator can fix (a bad config, unformatted or unusable dirs, duplicate directory ids,
+no usable log dir, an unusable metadata.log.dir) print one line naming the problem and exit
+non-zero without a traceback. At run time SIGTERM or SIGINT runs a controlled shutdown (exit 0);
+a fatal condition (the metadata dir or every log dir failed, registration impossible, a dir
+failure the controller never acknowledged) logs one clear line and exits 1.
+
+The process ends with os._exit after flushing its output: a thread stuck in a syscall on a dead
+disk cannot be joined, and the interpreter would wait for it forever at a normal exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import Sequence
+
+PROCESS_START = time.monotonic()
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="kraftpy-broker",
+        description="Run a kraftpy KRaft broker (process.roles=broker) from a Kafka-style config.",
+    )
+    p.add_argument("-c", "--config", required=True, metavar="FILE", help="server .properties file")
+    p.add_argument(
+        "--override",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="set a config property, overriding the file (repeatable)",
+    )
+    p.add_argument(
+        "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
+    )
+    return p
+
+
+def _overrides(items: Sequence[str]) -> dict[str, str]:
+    from broker.startup import StartupError
+
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise StartupError(f"--override '{item}' is not of the form KEY=VALUE")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def load_broker_config(path: str, overrides: dict[str, str]):  # -> KafkaConfig
+    from broker.startup import StartupError
+    from kraftpy.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(path, overrides)
+        cfg.require_kraft()
+        if not cfg.is_broker:
+            raise StartupError(
+                f"{path}: process.roles is {','.join(cfg.process_roles)}; kraftpy-broker needs the broker role"
+            )
+        if cfg.is_controller:
+            raise StartupError(
+                f"{path}: combined broker+controller mode is not supported; run kraftpy-controller separately"
+            )
+        cfg.controller_endpoint()
+    except ConfigError as e:
+        raise StartupError(str(e)) from None
+    return cfg
+
+
+async def _serve(cfg, dirs) -> int:  # type: ignore[no-untyped-def]
+    from broker.server import BrokerServer
+    from broker.startup import StartupError
+
+    server = BrokerServer(cfg, dirs)
+    server.started_at = PROCESS_START
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.request_shutdown)
+    try:
+        await server.start()
+    except StartupError:
+        await server._stop()
+        raise
+    return await server.run()
+
+
+def run(argv: Sequence[str] | None = None) -> int:
+    from broker.startup import StartupError, load_broker_dirs
+
+    args = build_parser().parse_args(argv)
+    try:
+        cfg = load_broker_config(args.config, _overrides(args.override))
+    except StartupError as e:
+        print(f"kraftpy-broker: {e}", file=sys.stderr)
+        return EXIT_USAGE
+
+    from kraftpy.logging import configure_process_logging
+
+    configure_process_logging(role="broker", node_id=cfg.node_id, level=args.log_level.upper())
+    try:
+        dirs = load_broker_dirs(cfg)
+    except StartupError as e:
+        print(f"kraftpy-broker: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        import uvloop
+
+        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
+    except ImportError:
+        runner = asyncio.Runner()
+    try:
+        with runner:
+            return runner.run(_serve(cfg, dirs))
+    except StartupError as e:
+        print(f"kraftpy-broker: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except KeyboardInterrupt:
+        return 130
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    code = run(argv)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+if __name__ == "__main__":
+    main()

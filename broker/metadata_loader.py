@@ -1,0 +1,219 @@
+"""The broker's copy of `__cluster_metadata`: fetched from the controller, kept on disk, replayed into images.
+
+`LocalMetadataLog` is a `kraftpy.metalog.MetadataLog` in metadata.log.dir whose every call runs
+on that dir's own executor (`LogDir.run`), so an OSError there is the metadata dir's failure –
+which stops the broker (KIP-858 footnote 1).
+
+`MetadataLoader` runs the fetch loop (decisions in `broker.core.metadata_fetch`): long-poll
+`Fetch` from where the local log ends, append what comes back as it is (offsets and epochs kept,
+CRCs checked), fsync, replay the records into a `MetadataDelta` and hand the new image to
+`on_image`. A DivergingEpoch truncates the local log; a SnapshotId loads the snapshot with
+`FetchSnapshot` and restarts the log at it; either way the image is rebuilt from what is on disk.
+On restart the local log is replayed first and fetching resumes where it ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from broker.core.metadata_fetch import (
+    Append,
+    LoadSnapshot,
+    MetadataFetchState,
+    Retry,
+    SnapshotDownload,
+    SnapshotGoneError,
+    Truncate,
+)
+from broker.storage.log_dir import LogDir
+from kraftpy.image import MetadataDelta, MetadataImage
+from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
+from protocol.record_batch import iter_batches, metadata_records
+from protocol.transport import RpcClient, RpcConnectionError, RpcError
+
+log = structlog.get_logger("broker.metadata")
+
+FETCH_TIMEOUT_S = 10.0
+
+
+def _append_and_replay(mlog: MetadataLog, data: bytes, delta: MetadataDelta) -> tuple[int, int]:
+    first, last = mlog.append_raw_batches(data)
+    mlog.flush()
+    for batch in iter_batches(data):
+        if not batch.is_control:
+            base = batch.base_offset
+            epoch, ts = batch.partition_leader_epoch, batch.max_timestamp
+            for rec, amv in zip(batch.records, metadata_records(batch), strict=True):
+                delta.replay(amv, base + rec.offset_delta, epoch=epoch, timestamp_ms=ts)
+        if delta.last_offset is None or delta.last_offset < batch.last_offset:
+            # control batches (LeaderChange) move the offset on without records to replay
+            delta.last_offset = batch.last_offset
+    return first, last
+
+
+def _load_image(mlog: MetadataLog) -> MetadataDelta:
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    mlog.replay_into(delta)
+    end = mlog.log_end_offset - 1
+    if end >= 0 and (delta.last_offset is None or delta.last_offset < end):
+        delta.last_offset = end
+    return delta
+
+
+def _truncate(mlog: MetadataLog, offset: int) -> None:
+    mlog.truncate_to(offset)
+    mlog.flush()
+
+
+class LocalMetadataLog:
+    def __init__(self, log_dir: LogDir, config: MetadataLogConfig) -> None:
+        self.log_dir = log_dir
+        self.config = config
+        self.log: MetadataLog | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.log_dir.path
+
+    async def open(self) -> MetadataDelta:
+        """Open (recovering a torn tail) and replay snapshot + log; the delta's image is where it ends."""
+        self.log = await self.log_dir.run(MetadataLog.open, self.log_dir.path, self.config, timeout=math.inf)
+        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+
+    # LogPosition for the fetch decisions
+    @property
+    def log_end_offset(self) -> int:
+        assert self.log is not None
+        return self.log.log_end_offset
+
+    @property
+    def latest_epoch(self) -> int:
+        assert self.log is not None
+        return self.log.latest_epoch
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        assert self.log is not None
+        found = self.log.end_offset_for_epoch(epoch)
+        return found.offset, found.epoch
+
+    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> tuple[int, int]:
+        assert self.log is not None
+        return await self.log_dir.run(_append_and_replay, self.log, data, delta, timeout=math.inf)
+
+    async def truncate_to(self, offset: int) -> MetadataDelta:
+        assert self.log is not None
+        await self.log_dir.run(_truncate, self.log, offset)
+        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+
+    async def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> MetadataDelta:
+        assert self.log is not None
+        await self.log_dir.run(self.log.install_snapshot, snapshot_id, data, timeout=math.inf)
+        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+
+    async def close(self) -> None:
+        if self.log is not None and self.log_dir.online:
+            try:
+                await self.log_dir.run(self.log.close)
+            except Exception as e:
+                log.warning("closing the metadata log failed", error=repr(e))
+
+
+class MetadataLoader:
+    def __init__(
+        self,
+        local: LocalMetadataLog,
+        client: RpcClient,
+        cluster_id: str,
+        broker_id: int,
+        on_image: Callable[[MetadataImage, MetadataDelta | None], None],
+    ) -> None:
+        """`on_image(image, delta)`: a new image; `delta` is what changed, or None when the image was
+        rebuilt from scratch (after truncation or a snapshot)."""
+        self.local = local
+        self.client = client
+        self.state = MetadataFetchState(cluster_id, broker_id)
+        self.on_image = on_image
+        self.image = MetadataImage.EMPTY
+        self._delta: MetadataDelta | None = None
+        self.fetches = 0
+        self.errors = 0
+
+    def start_from(self, delta: MetadataDelta) -> None:
+        self.image = delta.apply()
+        self._delta = delta.next_delta(self.image)
+
+    async def run(self) -> None:
+        while True:
+            req = self.state.next_request(self.local)
+            try:
+                resp = await self.client.call("Fetch", req, timeout=FETCH_TIMEOUT_S)
+            except (RpcConnectionError, RpcError) as e:
+                self.errors += 1
+                log.debug("metadata fetch failed", error=str(e))
+                await asyncio.sleep(0.2)
+                continue
+            self.fetches += 1
+            outcome = self.state.handle(resp, self.local)
+            if isinstance(outcome, Append):
+                if outcome.records:
+                    await self._append(outcome.records)
+            elif isinstance(outcome, Truncate):
+                log.warning(
+                    "metadata log diverges from the controller's; truncating",
+                    offset=outcome.offset,
+                    diverging_epoch=outcome.diverging_epoch,
+                )
+                self._rebuilt(await self.local.truncate_to(outcome.offset))
+            elif isinstance(outcome, LoadSnapshot):
+                await self._load_snapshot(outcome)
+            elif isinstance(outcome, Retry) and outcome.delay_ms:
+                log.debug("metadata fetch retry", reason=outcome.reason)
+                await asyncio.sleep(outcome.delay_ms / 1000)
+
+    async def _append(self, data: bytes) -> None:
+        assert self._delta is not None
+        delta = self._delta
+        await self.local.append_and_replay(data, delta)
+        self.image = delta.apply()
+        self._delta = delta.next_delta(self.image)
+        self.on_image(self.image, delta)
+
+    def _rebuilt(self, delta: MetadataDelta) -> None:
+        self.image = delta.apply()
+        self._delta = delta.next_delta(self.image)
+        self.on_image(self.image, None)
+
+    async def _load_snapshot(self, outcome: LoadSnapshot) -> None:
+        log.info("loading the controller's snapshot", end_offset=outcome.end_offset, epoch=outcome.epoch)
+        download = SnapshotDownload(self.state, outcome.end_offset, outcome.epoch)
+        while not download.done:
+            try:
+                resp = await self.client.call(
+                    "FetchSnapshot", download.next_request(), timeout=FETCH_TIMEOUT_S
+                )
+                retry = download.handle(resp)
+            except (RpcConnectionError, RpcError) as e:
+                log.debug("snapshot fetch failed", error=str(e))
+                await asyncio.sleep(0.2)
+                continue
+            except SnapshotGoneError as e:
+                log.warning("snapshot vanished; fetching again", error=str(e))
+                return
+            if retry is not None:
+                await asyncio.sleep(retry.delay_ms / 1000)
+        sid = SnapshotId(outcome.end_offset, outcome.epoch)
+        self._rebuilt(await self.local.install_snapshot(sid, download.data()))
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "metadata_offset": self.image.offset,
+            "log_end_offset": self.local.log_end_offset if self.local.log is not None else -1,
+            "high_watermark": self.state.high_watermark,
+            "leader_epoch": self.state.leader_epoch,
+        }

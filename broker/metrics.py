@@ -1,0 +1,105 @@
+"""The broker's metrics on /metrics, named after Kafka's MBeans (reference 12).
+
+Gauges are read from a `BrokerStats` snapshot at scrape time, so nothing has to be kept in sync:
+
+- `kraftpy_broker_offline_log_directory_count` – LogManager OfflineLogDirectoryCount;
+- `kraftpy_broker_log_directory_offline{path, directory_id}` – LogManager LogDirectoryOffline,
+  one per configured log dir (1 offline, 0 online; dirs unusable at startup have no id: "");
+- `kraftpy_broker_offline_replica_count` – ReplicaManager OfflineReplicaCount;
+- `kraftpy_broker_queued_replica_to_dir_assignments` – AssignmentsManager QueuedReplicaToDirAssignments;
+- `kraftpy_broker_log_directory_failures_total` – dirs that failed since start (a counter);
+- broker state, fencing, metadata offset, hosted replicas, AssignReplicasToDirs requests sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+PREFIX = "kraftpy_broker"
+
+
+@dataclass(frozen=True)
+class DirStat:
+    path: str
+    directory_id: str
+    offline: bool
+
+
+@dataclass(frozen=True)
+class BrokerStats:
+    state: int = 0
+    fenced: bool = True
+    metadata_offset: int = -1
+    offline_replicas: int = 0
+    queued_assignments: int = 0
+    replicas: int = 0
+    assignment_requests: int = 0
+    assignments_sent: int = 0
+    dirs: tuple[DirStat, ...] = field(default_factory=tuple)
+
+
+class _Collector(Collector):
+    def __init__(self, stats: Callable[[], BrokerStats]) -> None:
+        self._stats = stats
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        s = self._stats()
+        simple = (
+            (
+                "offline_log_directory_count",
+                "OfflineLogDirectoryCount: log dirs that are offline",
+                sum(1 for d in s.dirs if d.offline),
+            ),
+            (
+                "offline_replica_count",
+                "OfflineReplicaCount: hosted replicas that are offline",
+                s.offline_replicas,
+            ),
+            (
+                "queued_replica_to_dir_assignments",
+                "QueuedReplicaToDirAssignments: directory assignments queued or in flight",
+                s.queued_assignments,
+            ),
+            ("broker_state", "BrokerState byte value (3 RUNNING)", s.state),
+            ("fenced", "1 while the controller reports this broker fenced", int(s.fenced)),
+            ("metadata_offset", "Offset of the newest metadata record applied", s.metadata_offset),
+            ("hosted_replicas", "Replicas the metadata places on this broker", s.replicas),
+            (
+                "assign_replicas_to_dirs_requests",
+                "AssignReplicasToDirs requests sent since start",
+                s.assignment_requests,
+            ),
+            (
+                "assign_replicas_to_dirs_assignments",
+                "Assignments carried by those requests",
+                s.assignments_sent,
+            ),
+        )
+        for name, doc, value in simple:
+            g = GaugeMetricFamily(f"{PREFIX}_{name}", doc)
+            g.add_metric([], value)
+            yield g
+        per_dir = GaugeMetricFamily(
+            f"{PREFIX}_log_directory_offline",
+            "LogDirectoryOffline: 1 if the log dir is offline, else 0",
+            labels=["path", "directory_id"],
+        )
+        for d in s.dirs:
+            per_dir.add_metric([d.path, d.directory_id], int(d.offline))
+        yield per_dir
+
+
+class BrokerMetrics:
+    def __init__(self, registry: CollectorRegistry, stats: Callable[[], BrokerStats]) -> None:
+        registry.register(_Collector(stats))
+        self.dir_failures = Counter(
+            f"{PREFIX}_log_directory_failures",
+            "Log dirs that failed while running",
+            ["path"],
+            registry=registry,
+        )

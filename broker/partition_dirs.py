@@ -1,0 +1,122 @@
+"""Sync operations on the partition dirs inside one log dir, each meant for one `LogDir.run` hop.
+
+An OSError always propagates unchanged: `LogDir.run` turns it into that dir's failure. Anything
+else means a bad file, never a bad disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from pathlib import Path
+
+import structlog
+
+from broker.core.local_logs import FoundLog, LogKind
+from broker.storage.dir_names import (
+    DirKind,
+    TopicPartition,
+    delete_dir_name,
+    log_dir_name,
+    parse_partition_dir_name,
+    stray_dir_name,
+)
+from broker.storage.errors import CorruptCheckpointError, InconsistentTopicIdError
+from broker.storage.log_dir import LogDir
+from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from kraftpy.storage.atomic import fsync_dir
+from protocol.uuid import Uuid
+
+log = structlog.get_logger("broker.log_manager")
+
+_KINDS = {
+    DirKind.LOG: LogKind.LOG,
+    DirKind.FUTURE: LogKind.FUTURE,
+    DirKind.DELETE: LogKind.DELETE,
+    DirKind.STRAY: LogKind.STRAY,
+}
+
+
+def scan(log_dir: LogDir) -> list[FoundLog]:
+    """Every partition dir in `log_dir`, with the topic id from its partition.metadata.
+
+    A missing or unreadable partition.metadata gives topic_id None (a stray, field bug 20).
+    """
+    out: list[FoundLog] = []
+    for entry in log_dir.list_partition_dirs():
+        kind = _KINDS[entry.kind]
+        topic_id: Uuid | None = None
+        if kind in (LogKind.LOG, LogKind.FUTURE):
+            try:
+                topic_id = read_partition_metadata(log_dir.path / entry.name)
+            except CorruptCheckpointError as e:
+                log.warning("unreadable partition.metadata, treating the log as stray", error=str(e))
+        out.append(
+            FoundLog(
+                log_dir.dir_id,
+                entry.name,
+                entry.topic_partition.topic,
+                entry.topic_partition.partition,
+                kind,
+                topic_id,
+            )
+        )
+    return out
+
+
+def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -> list[tuple[str, int]]:
+    """Create `<topic>-<partition>/partition.metadata` for each; returns those created (or already there).
+
+    The segment files come with the first open of the partition log. One fsync of `root` covers
+    every new entry.
+    """
+    done: list[tuple[str, int]] = []
+    for topic, partition, topic_id in partitions:
+        path = root / log_dir_name(TopicPartition(topic, partition))
+        try:
+            path.mkdir()
+        except FileExistsError:
+            pass
+        stored = read_partition_metadata(path)
+        if stored is None:
+            write_partition_metadata(path, topic_id)
+        elif stored != topic_id:
+            raise InconsistentTopicIdError(path, stored, topic_id)
+        done.append((topic, partition))
+    if done:
+        fsync_dir(root)
+    return done
+
+
+def rename_stray(root: Path, name: str) -> str:
+    """Move a partition dir aside as `<topic>-<p>.<uid>-stray` (kept for the operator)."""
+    parsed = parse_partition_dir_name(name)
+    if parsed is None:
+        raise ValueError(f"{name!r} is not a partition dir")
+    new = stray_dir_name(parsed.topic_partition)
+    os.rename(root / name, root / new)
+    fsync_dir(root)
+    return new
+
+
+def delete_partition_dir(root: Path, name: str) -> None:
+    """Delete a partition dir: renamed to `-delete` first so a crash part-way is finished at the next start."""
+    path = root / name
+    if not path.exists():
+        return
+    parsed = parse_partition_dir_name(name)
+    if parsed is not None and parsed.kind is not DirKind.DELETE:
+        doomed = root / delete_dir_name(parsed.topic_partition)
+        os.rename(path, doomed)
+        fsync_dir(root)
+        path = doomed
+    shutil.rmtree(path)
+    fsync_dir(root)
+
+
+def promote_future(future_root: Path, future_name: str, topic: str, partition: int) -> None:
+    """Rename a future log to the partition's current name in its own log dir."""
+    target = future_root / log_dir_name(TopicPartition(topic, partition))
+    os.rename(future_root / future_name, target)
+    fsync_dir(future_root)

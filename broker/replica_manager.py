@@ -1,0 +1,404 @@
+"""ReplicaManager: the partitions hosted by this broker, the log dir each lives in, and its log.
+
+The decisions come from `broker.core.hosted_replicas` (the KIP-858 table); this shell carries
+them out on the disks, one plan at a time in the order the metadata produced them, each dir's
+work on that dir's own executor:
+
+strays aside, unwanted logs deleted, future logs promoted or dropped, new partition dirs created
+(in chunks, so a probe of the dir never waits long behind them), then the dirs to report go to
+the AssignmentsManager (a new replica is reported once its dir exists).
+
+A partition's log (`PartitionLog`, its segment files) is opened on first use with
+`await partition.log()`, not at startup: the control plane only needs `<topic>-<p>/` and its
+partition.metadata, and a broker hosting 100,000 replicas should not hold 300,000 open files to
+say so. When a dir fails its partitions go offline at once: `log()` raises KAFKA_STORAGE_ERROR,
+and their files are closed (on a thread of their own: the dir's executor is gone) so the
+filesystem can be unmounted.
+
+Data-plane handlers look partitions up with `get_partition_or_error` (Kafka's
+ReplicaManager.getPartitionOrError): KAFKA_STORAGE_ERROR for an offline partition,
+NOT_LEADER_OR_FOLLOWER for one the metadata places elsewhere, UNKNOWN_TOPIC_OR_PARTITION otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterable
+from enum import Enum
+from pathlib import Path
+
+import structlog
+
+from broker import partition_dirs
+from broker.core.assignments import AssignmentsManager
+from broker.core.hosted_replicas import HostedReplicas, Plan
+from broker.core.local_logs import FoundLog
+from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
+from broker.storage.dir_names import TopicPartition, log_dir_name
+from broker.storage.log_dir import LogDir
+from kraftpy.image import MetadataImage, TopicIdPartition
+from protocol.errors import Errors, KafkaError
+from protocol.uuid import Uuid, describe_directory
+
+log = structlog.get_logger("broker.replica_manager")
+
+CREATE_CHUNK = 256
+
+
+class PartitionState(Enum):
+    ONLINE = "online"
+    OFFLINE = "offline"
+
+
+class HostedPartition:
+    """One partition hosted here (Kafka's HostedPartition.Online / Offline plus its Partition)."""
+
+    def __init__(self, tp: TopicIdPartition, log_dir: LogDir | None, log_config: LogConfig) -> None:
+        self.tp = tp
+        self.log_dir = log_dir
+        self.state = PartitionState.ONLINE if log_dir is not None else PartitionState.OFFLINE
+        self.log_config = log_config
+        self.created = asyncio.Event()
+        self._log: PartitionLog | None = None
+        self._lock = asyncio.Lock()
+        self.offline_reason = ""
+
+    @property
+    def online(self) -> bool:
+        return self.state is PartitionState.ONLINE
+
+    @property
+    def path(self) -> Path | None:
+        if self.log_dir is None:
+            return None
+        return self.log_dir.path / log_dir_name(TopicPartition(self.tp.topic_name, self.tp.partition))
+
+    def _offline_error(self) -> KafkaError:
+        return KafkaError(
+            Errors.KAFKA_STORAGE_ERROR,
+            f"partition {self.tp} is offline: {self.offline_reason or 'log dir offline'}",
+        )
+
+    async def log(self) -> PartitionLog:
+        """The partition's log, opened on first use on its dir's executor."""
+        if not self.online or self.log_dir is None:
+            raise self._offline_error()
+        if self._log is not None:
+            return self._log
+        await self.created.wait()
+        async with self._lock:
+            if not self.online or self.log_dir is None:
+                raise self._offline_error()
+            if self._log is None:
+                path = self.path
+                assert path is not None
+                try:
+                    self._log = await self.log_dir.run(
+                        PartitionLog.open, path, topic_id=self.tp.topic_id, config=self.log_config
+                    )
+                except LogDirOfflineError:
+                    raise self._offline_error() from None
+        return self._log
+
+    def take_log(self) -> PartitionLog | None:
+        opened, self._log = self._log, None
+        return opened
+
+    def go_offline(self, reason: str) -> PartitionLog | None:
+        self.state = PartitionState.OFFLINE
+        self.offline_reason = reason
+        return self.take_log()
+
+
+class ReplicaManager:
+    def __init__(
+        self,
+        broker_id: int,
+        log_dirs: dict[Uuid, LogDir],
+        hosted: HostedReplicas,
+        assignments: AssignmentsManager,
+        log_config: LogConfig,
+        *,
+        now_ms: Callable[[], int],
+        on_change: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.broker_id = broker_id
+        self.log_dirs = log_dirs
+        self.hosted = hosted
+        self.assignments = assignments
+        self.log_config = log_config
+        self.now_ms = now_ms
+        self.on_change = on_change
+        self.partitions: dict[tuple[Uuid, int], HostedPartition] = {}
+        self.image: MetadataImage | None = None
+        self._plans: asyncio.Queue[Plan] = asyncio.Queue()
+        self._busy = False
+        self._worker: asyncio.Task[None] | None = None
+        self.created_replicas = 0
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._worker = asyncio.get_running_loop().create_task(self._run_plans(), name="replica-plans")
+
+    async def stop(self) -> None:
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+        await self.close_logs()
+
+    @property
+    def settled(self) -> bool:
+        """No plan is waiting or being carried out."""
+        return not self._busy and self._plans.empty()
+
+    # ---- lookups for request handlers ----------------------------------------------------------
+
+    def get_partition(self, topic_id: Uuid, partition: int) -> HostedPartition | None:
+        return self.partitions.get((topic_id, partition))
+
+    def get_partition_or_error(self, topic: Uuid | str, partition: int) -> HostedPartition:
+        image = self.image
+        topic_image = image.topics.get_topic(topic) if image is not None else None
+        if topic_image is None:
+            raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {topic}")
+        hp = self.partitions.get((topic_image.id, partition))
+        if hp is None:
+            if partition in topic_image.partitions:
+                raise KafkaError(
+                    Errors.NOT_LEADER_OR_FOLLOWER, f"{topic_image.name}-{partition} is not hosted here"
+                )
+            raise KafkaError(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic_image.name}-{partition}"
+            )
+        if not hp.online:
+            raise hp._offline_error()
+        return hp
+
+    def offline_partitions(self) -> list[HostedPartition]:
+        return [p for p in self.partitions.values() if not p.online]
+
+    # ---- metadata ------------------------------------------------------------------------------
+
+    def publish(
+        self,
+        image: MetadataImage,
+        changed: Iterable[TopicIdPartition] | None = None,
+        removed: Iterable[TopicIdPartition] = (),
+    ) -> None:
+        """Apply an image: in full (`changed` None) or for the partitions a delta touched."""
+        self.image = image
+        plan = self.hosted.apply_image(image, changed, removed)
+        self._sync_partitions(plan, changed)
+        if not plan.is_empty():
+            self._plans.put_nowait(plan)
+        self.on_change()
+
+    def _sync_partitions(self, plan: Plan, changed: Iterable[TopicIdPartition] | None) -> None:
+        """Keep one HostedPartition per replica the core tracks, where and in the state the core says."""
+        keys = set(self.hosted.replicas) if changed is None else {(t.topic_id, t.partition) for t in changed}
+        not_ready = {(t.topic_id, t.partition) for t, _ in plan.creates}
+        not_ready |= {(t.topic_id, t.partition) for t, _, _ in plan.promote_futures}
+        for tp, _dir in plan.deletes:
+            hp = self.partitions.pop((tp.topic_id, tp.partition), None)
+            if hp is not None:
+                self._close_later([hp.go_offline("no longer hosted here")])
+        for key in [k for k in self.partitions if k not in self.hosted.replicas]:
+            self._close_later([self.partitions.pop(key).go_offline("no longer hosted here")])
+        for key in keys:
+            r = self.hosted.replicas.get(key)
+            if r is None:
+                continue
+            where = self.log_dirs.get(r.location) if r.location is not None else None
+            hp = self.partitions.get(key)
+            if hp is None:
+                hp = HostedPartition(r.tp, where, self.log_config)
+                self.partitions[key] = hp
+                if where is not None and key not in not_ready:
+                    hp.created.set()
+            else:
+                hp.tp = r.tp
+                if where is None and hp.online:
+                    self._close_later([hp.go_offline(r.offline_reason)])
+                elif where is not None and (hp.log_dir is None or hp.log_dir.dir_id != where.dir_id):
+                    self._close_later([hp.take_log()])
+                    hp.log_dir = where
+                    hp.state = PartitionState.ONLINE
+                    hp.created = asyncio.Event()
+                    if key not in not_ready:
+                        hp.created.set()
+            if where is None:
+                hp.offline_reason = r.offline_reason
+
+    # ---- carrying plans out --------------------------------------------------------------------
+
+    async def _run_plans(self) -> None:
+        while True:
+            plan = await self._plans.get()
+            self._busy = True
+            try:
+                await self._execute(plan)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("replica plan failed")
+            finally:
+                self._busy = False
+                self.on_change()
+
+    async def wait_settled(self) -> None:
+        while not self.settled:
+            await asyncio.sleep(0.01)
+
+    async def _on_dir(self, dir_id: Uuid, fn: Callable[..., object], *args: object) -> object | None:
+        ld = self.log_dirs.get(dir_id)
+        if ld is None or not ld.online:
+            return None
+        try:
+            return await ld.run(fn, *args)
+        except LogDirOfflineError:
+            return None  # the failure path has taken the dir and its replicas offline
+
+    async def _execute(self, plan: Plan) -> None:
+        for found in plan.strays:
+            ld = self.log_dirs.get(found.dir_id)
+            if ld is None:
+                continue
+            new = await self._on_dir(found.dir_id, partition_dirs.rename_stray, ld.path, found.name)
+            if new is not None:
+                log.warning("stray partition dir moved aside", path=str(ld.path / found.name), renamed_to=new)
+        for found in plan.delete_futures:
+            await self._delete(found.dir_id, found.name)
+        for tp, dir_id in plan.deletes:
+            await self._delete(dir_id, log_dir_name(TopicPartition(tp.topic_name, tp.partition)))
+        for tp, future, current in plan.promote_futures:
+            await self._promote(tp, future, current)
+        for tp, current, future in plan.resume_futures:
+            log.warning(
+                "a future log is waiting for its copy to resume; intra-broker moves are not run by this broker",
+                partition=str(tp),
+                current=str(current.dir_id),
+                future=str(future.dir_id),
+            )
+        report_after_create = {(t.topic_id, t.partition) for t, _ in plan.creates}
+        for tp, dir_id in plan.reports:
+            if (tp.topic_id, tp.partition) not in report_after_create:
+                self._report(tp, dir_id)
+        if plan.creates:
+            reports = {(t.topic_id, t.partition): d for t, d in plan.reports}
+            by_dir: dict[Uuid, list[TopicIdPartition]] = {}
+            for tp, dir_id in plan.creates:
+                by_dir.setdefault(dir_id, []).append(tp)
+            await asyncio.gather(*(self._create_in(d, tps, reports) for d, tps in by_dir.items()))
+
+    async def _create_in(
+        self, dir_id: Uuid, tps: list[TopicIdPartition], reports: dict[tuple[Uuid, int], Uuid]
+    ) -> None:
+        ld = self.log_dirs.get(dir_id)
+        if ld is None:
+            return
+        for i in range(0, len(tps), CREATE_CHUNK):
+            chunk = tps[i : i + CREATE_CHUNK]
+            done = await self._on_dir(
+                dir_id,
+                partition_dirs.create_partitions,
+                ld.path,
+                [(t.topic_name, t.partition, t.topic_id) for t in chunk],
+            )
+            if done is None:
+                return
+            for tp in chunk:
+                self.hosted.on_created(tp.topic_id, tp.partition, dir_id)
+                hp = self.partitions.get((tp.topic_id, tp.partition))
+                if hp is not None:
+                    hp.created.set()
+                self.created_replicas += 1
+                report = reports.get((tp.topic_id, tp.partition))
+                if report is not None:
+                    self._report(tp, report)
+            self.on_change()
+
+    async def _delete(self, dir_id: Uuid, name: str) -> None:
+        ld = self.log_dirs.get(dir_id)
+        if ld is not None:
+            await self._on_dir(dir_id, partition_dirs.delete_partition_dir, ld.path, name)
+
+    async def _promote(self, tp: TopicIdPartition, future: FoundLog, current: FoundLog | None) -> None:
+        if current is not None:
+            await self._delete(current.dir_id, current.name)
+        ld = self.log_dirs.get(future.dir_id)
+        if ld is None:
+            return
+        done = await self._on_dir(
+            future.dir_id, partition_dirs.promote_future, ld.path, future.name, tp.topic_name, tp.partition
+        )
+        if done is None and not ld.online:
+            return
+        self.hosted.on_promoted(tp.topic_id, tp.partition, future.dir_id)
+        hp = self.partitions.get((tp.topic_id, tp.partition))
+        if hp is not None:
+            hp.log_dir = ld
+            hp.created.set()
+        log.info("future log promoted", partition=str(tp), dir=str(ld.path))
+
+    def _report(self, tp: TopicIdPartition, dir_id: Uuid) -> None:
+        self.assignments.on_assignment(
+            self.now_ms(), tp.topic_id, tp.partition, dir_id, f"{tp} lives in {describe_directory(dir_id)}"
+        )
+        self.on_change()
+
+    # ---- dir failure ---------------------------------------------------------------------------
+
+    def fail_dir(self, dir_id: Uuid) -> int:
+        """Take the dir's partitions offline and close their files; returns how many went offline."""
+        lost = self.hosted.fail_dir(dir_id)
+        to_close: list[PartitionLog | None] = []
+        for r in lost:
+            hp = self.partitions.get(r.key)
+            if hp is not None:
+                to_close.append(hp.go_offline(r.offline_reason))
+        for hp in self.partitions.values():
+            if hp.online and hp.log_dir is not None and hp.log_dir.dir_id == dir_id:
+                to_close.append(hp.go_offline(f"log dir {describe_directory(dir_id)} is offline"))
+        self._close_later(to_close)
+        self.on_change()
+        return len(lost)
+
+    def _close_later(self, logs: Iterable[PartitionLog | None]) -> None:
+        """Release file handles of logs on a failed (or left) dir, off the event loop.
+
+        The dir's own executor is shut down by then, and close(2) on a dead disk can block, so a
+        short-lived thread of its own does it rather than the loop or the default executor.
+        """
+        pending = [lg for lg in logs if lg is not None]
+        if not pending:
+            return
+
+        def close_all() -> None:
+            for lg in pending:
+                try:
+                    lg.close_handles()
+                except OSError:
+                    pass
+
+        threading.Thread(target=close_all, name="close-failed-logs", daemon=True).start()
+
+    async def close_logs(self) -> None:
+        """Flush and close every open log (clean shutdown), each on its dir's executor."""
+        jobs = []
+        for hp in self.partitions.values():
+            lg = hp.take_log()
+            if lg is None:
+                continue
+            if hp.online and hp.log_dir is not None and hp.log_dir.online:
+                jobs.append(self._close_one(hp.log_dir, lg))
+            else:
+                self._close_later([lg])
+        await asyncio.gather(*jobs, return_exceptions=True)
+
+    async def _close_one(self, ld: LogDir, lg: PartitionLog) -> None:
+        try:
+            await ld.run(lg.close)
+        except LogDirOfflineError:
+            self._close_later([lg])
