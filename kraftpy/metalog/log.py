@@ -48,7 +48,7 @@ from kraftpy.metalog.files import (
     snapshot_file_name,
     write_atomically,
 )
-from kraftpy.metalog.reading import LogEntry, batch_entries, iter_buffer_batches
+from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_buffer_batches, iter_decoded
 from kraftpy.metalog.segment import Segment, TornTail
 from kraftpy.metalog.snapshots import (
     MAX_BATCH_BYTES,
@@ -60,6 +60,7 @@ from kraftpy.metalog.snapshots import (
     write_snapshot_file,
 )
 from protocol.framing import ApiMessageAndVersion
+from protocol.metadata_batches import DecodedBatch
 from protocol.record_batch import (
     BATCH_OVERHEAD,
     CRC_START,
@@ -519,9 +520,9 @@ class MetadataLog:
             i += 1
         return b"".join(out)
 
-    def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, int, Any]]:
-        """(segment, position, RecordBatch) for every batch from the one holding `from_offset`."""
-        start = self._log_start if from_offset is None else max(from_offset, self._log_start)
+    def _chunks(self, from_offset: int) -> Iterator[tuple[Segment, int, bytes]]:
+        """(segment, file position, bytes of whole batches) from the batch holding `from_offset`."""
+        start = max(from_offset, self._log_start)
         for seg in self._segments[self._segment_for(start) :]:
             found = seg.find(start)
             if found is None:
@@ -532,9 +533,22 @@ class MetadataLog:
                 cut = _whole_batches(chunk)
                 if cut == 0:
                     raise CorruptLogError(seg.path, pos, "not a whole batch where one was found at open")
-                for rel, batch in iter_buffer_batches(chunk[:cut], seg.path):
-                    yield seg, pos + rel, batch
+                yield seg, pos, chunk[:cut]
                 pos += cut
+
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, int, Any]]:
+        """(segment, position, RecordBatch) for every batch from the one holding `from_offset`."""
+        for seg, pos, chunk in self._chunks(self._log_start if from_offset is None else from_offset):
+            for rel, batch in iter_buffer_batches(chunk, seg.path):
+                yield seg, pos + rel, batch
+
+    def iter_decoded_batches(
+        self, from_offset: int | None = None
+    ) -> Iterator[tuple[Segment, int, DecodedBatch]]:
+        """Like iter_batches, with the records decoded."""
+        for seg, pos, chunk in self._chunks(self._log_start if from_offset is None else from_offset):
+            for position, db in iter_decoded(chunk, seg.path, pos):
+                yield seg, position, db
 
     def entries(
         self, *, from_snapshot: bool = True, include_control: bool = False, from_offset: int | None = None
@@ -552,8 +566,10 @@ class MetadataLog:
             for e in contents.entries(include_control=include_control):
                 yield e._replace(offset=latest.offset - 1)
             start = max(start, latest.offset)
-        for seg, pos, batch in self.iter_batches(start):
-            yield from batch_entries(batch, seg.path, pos, include_control=include_control, min_offset=start)
+        for seg, position, db in self.iter_decoded_batches(start):
+            yield from decoded_entries(
+                db, seg.path, position, include_control=include_control, min_offset=start
+            )
 
     def replay_into(self, delta: Any, *, from_snapshot: bool = True) -> int:
         """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta

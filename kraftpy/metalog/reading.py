@@ -8,19 +8,18 @@ checked here as it is read.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from kraftpy.metalog.errors import CorruptLogError
-from protocol.control_records import control_records
-from protocol.framing import ApiMessageAndVersion
 from protocol.message import MessageDecodeError
-from protocol.record_batch import CorruptBatchError, RecordBatch, iter_batches, metadata_records
+from protocol.metadata_batches import DecodedBatch, read_metadata_batch
+from protocol.record_batch import LOG_OVERHEAD, CorruptBatchError, RecordBatch, iter_batches
 
 
-@dataclass(frozen=True, slots=True)
-class BatchInfo:
+class BatchInfo(NamedTuple):
+    """Where a record's batch came from (a tuple: one is made per batch on the replay path)."""
+
     base_offset: int
     last_offset: int
     epoch: int
@@ -40,41 +39,6 @@ class LogEntry(NamedTuple):
     batch: BatchInfo
 
 
-def batch_entries(
-    batch: RecordBatch,
-    path: Path,
-    position: int,
-    *,
-    include_control: bool = False,
-    min_offset: int = 0,
-    from_snapshot: bool = False,
-) -> list[LogEntry]:
-    if batch.is_control and not include_control:
-        return []
-    info = BatchInfo(
-        batch.base_offset,
-        batch.last_offset,
-        batch.partition_leader_epoch,
-        batch.max_timestamp,
-        batch.is_control,
-        path,
-        position,
-        from_snapshot,
-    )
-    try:
-        decoded = control_records(batch) if batch.is_control else metadata_records(batch)
-    except (MessageDecodeError, ValueError) as e:
-        raise CorruptLogError(
-            path, position, f"undecodable record in the batch at offset {batch.base_offset}: {e}"
-        ) from None
-    base = batch.base_offset
-    return [
-        LogEntry(base + r.offset_delta, rec, info)
-        for r, rec in zip(batch.records, decoded, strict=True)
-        if base + r.offset_delta >= min_offset
-    ]
-
-
 def iter_buffer_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBatch]]:
     """(position, batch) for every batch in `data`, errors naming `path` and the position."""
     pos = 0
@@ -86,7 +50,47 @@ def iter_buffer_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBa
         raise CorruptLogError(path, e.offset_in_file, e.reason) from None
 
 
-def metadata_entries(entries: Iterator[LogEntry]) -> Iterator[tuple[int, ApiMessageAndVersion, BatchInfo]]:
-    for e in entries:
-        if not e.batch.is_control:
-            yield e.offset, e.record, e.batch
+def iter_decoded(data: bytes, path: Path, base_position: int = 0) -> Iterator[tuple[int, DecodedBatch]]:
+    """(file position, batch with its records decoded) for every batch of `data`, read with the
+    codec's in-place reader; `base_position` is where `data` starts in its file."""
+    pos = 0
+    end = len(data)
+    while pos < end:
+        try:
+            db = read_metadata_batch(data, pos)
+        except CorruptBatchError as e:
+            raise CorruptLogError(path, base_position + e.offset_in_file, e.reason) from None
+        except (MessageDecodeError, ValueError) as e:
+            raise CorruptLogError(path, base_position + pos, f"undecodable record: {e}") from None
+        yield base_position + pos, db
+        pos += db.header.length + LOG_OVERHEAD
+
+
+def decoded_entries(
+    db: DecodedBatch,
+    path: Path,
+    position: int,
+    *,
+    include_control: bool = False,
+    min_offset: int = 0,
+    from_snapshot: bool = False,
+) -> list[LogEntry]:
+    """The records of a decoded batch as entries; KRaft writes offset delta = record index."""
+    h = db.header
+    control = db.is_control
+    if control and not include_control:
+        return []
+    base = h.base_offset
+    info = BatchInfo(
+        base,
+        base + h.last_offset_delta,
+        h.partition_leader_epoch,
+        h.max_timestamp,
+        control,
+        path,
+        position,
+        from_snapshot,
+    )
+    if min_offset <= base:
+        return [LogEntry(base + i, rec, info) for i, rec in enumerate(db.records)]
+    return [LogEntry(base + i, rec, info) for i, rec in enumerate(db.records) if base + i >= min_offset]

@@ -13,13 +13,15 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from kraftpy.metalog.errors import CorruptLogError
 from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, fsync_dir, snapshot_file_name
-from kraftpy.metalog.reading import LogEntry, batch_entries, iter_buffer_batches
-from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord, control_records
+from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_decoded
+from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
-from protocol.record_batch import LOG_OVERHEAD, RecordBatch, build_control_batch, build_metadata_batch
+from protocol.metadata_batches import DecodedBatch
+from protocol.record_batch import LOG_OVERHEAD, build_control_batch, build_metadata_batch
 
 # KafkaRaftClient.MAX_BATCH_SIZE_BYTES
 MAX_BATCH_BYTES = 8 * 1024 * 1024
@@ -85,55 +87,54 @@ def write_snapshot_file(directory: Path, snapshot_id: SnapshotId, data: bytes) -
 
 @dataclass(frozen=True)
 class SnapshotContents:
-    """A checked snapshot: its header timestamp and the batches between header and footer."""
+    """A checked snapshot: its header timestamp and the decoded batches between header and footer."""
 
     path: Path
     last_contained_log_timestamp: int
-    batches: list[tuple[int, RecordBatch]]
+    batches: list[tuple[int, DecodedBatch]]  # (file position, batch)
 
     def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
-        for pos, batch in self.batches:
-            yield from batch_entries(
-                batch, self.path, pos, include_control=include_control, from_snapshot=True
+        for position, db in self.batches:
+            yield from decoded_entries(
+                db, self.path, position, include_control=include_control, from_snapshot=True
             )
 
     def records(self) -> list[ApiMessageAndVersion]:
         return [e.record for e in self.entries()]
 
 
-def _control_names(batch: RecordBatch) -> list[str]:
-    return [getattr(getattr(r, "message", r), "NAME", type(r).__name__) for r in control_records(batch)]
+def _control_message(db: DecodedBatch, name: str) -> Any | None:
+    if not db.is_control:
+        return None
+    for r in db.records:
+        message = getattr(r, "message", r)
+        if getattr(message, "NAME", "") == name:
+            return message
+    return None
 
 
 def parse_snapshot(data: bytes, path: Path) -> SnapshotContents:
-    """Check the framing (header first, footer last, offsets in order) and decode the header.
+    """Check the framing (header first, footer last, offsets in order) and decode everything.
 
     Raises CorruptLogError naming the file and position of the first problem.
     """
-    batches = list(iter_buffer_batches(data, path))
+    batches = list(iter_decoded(data, path))
     if not batches:
         raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeader batch")
-    first_pos, first = batches[0]
-    if not first.is_control or "SnapshotHeaderRecord" not in _control_names(first):
-        raise CorruptLogError(
-            path, first_pos, "a snapshot must start with a SnapshotHeaderRecord control batch"
-        )
-    header = next(
-        r
-        for r in control_records(first)
-        if getattr(getattr(r, "message", r), "NAME", "") == "SnapshotHeaderRecord"
-    )
+    header = _control_message(batches[0][1], "SnapshotHeaderRecord")
+    if header is None:
+        raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
     last_pos, last = batches[-1]
-    if len(batches) < 2 or not last.is_control or "SnapshotFooterRecord" not in _control_names(last):
+    if len(batches) < 2 or _control_message(last, "SnapshotFooterRecord") is None:
         raise CorruptLogError(path, last_pos, "a snapshot must end with a SnapshotFooterRecord control batch")
     expected = 0
-    for pos, batch in batches:
-        if batch.base_offset != expected:
+    for pos, db in batches:
+        if db.header.base_offset != expected:
             raise CorruptLogError(
-                path, pos, f"batch starts at offset {batch.base_offset}, expected {expected}"
+                path, pos, f"batch starts at offset {db.header.base_offset}, expected {expected}"
             )
-        expected = batch.next_offset
-    return SnapshotContents(path, header.message.LastContainedLogTimestamp, batches[1:-1])
+        expected = db.header.next_offset
+    return SnapshotContents(path, header.LastContainedLogTimestamp, batches[1:-1])
 
 
 def read_snapshot_file(path: Path) -> SnapshotContents:
@@ -150,11 +151,8 @@ def read_snapshot_timestamp(path: Path) -> int:
         if length < 0 or length > MAX_BATCH_BYTES:
             raise CorruptLogError(path, 0, f"impossible header batch length {length}")
         first = head + f.read(length)
-    batches = list(iter_buffer_batches(first, path))
-    if not batches or not batches[0][1].is_control:
+    batches = list(iter_decoded(first, path))
+    header = _control_message(batches[0][1], "SnapshotHeaderRecord") if batches else None
+    if header is None:
         raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
-    for r in control_records(batches[0][1]):
-        message = getattr(r, "message", r)
-        if getattr(message, "NAME", "") == "SnapshotHeaderRecord":
-            return int(message.LastContainedLogTimestamp)
-    raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
+    return int(header.LastContainedLogTimestamp)
