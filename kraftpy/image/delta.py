@@ -30,11 +30,6 @@ from kraftpy.image.topics import LocalReplicaChanges, TopicsDelta
 TRANSACTION_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
 
 
-def _unwrap(record: Any) -> Any:
-    # an ApiMessageAndVersion carries the record in `message`
-    return getattr(record, "message", record)
-
-
 class OpenTransaction:
     """Records held back since a BeginTransactionRecord."""
 
@@ -130,10 +125,13 @@ class MetadataDelta:
         timestamp_ms: int | None = None,
     ) -> None:
         """Replay one record (a metadata record or an ApiMessageAndVersion carrying one)."""
-        rec = _unwrap(record)
+        rec = getattr(record, "message", record)  # an ApiMessageAndVersion carries it in `message`
         name = getattr(rec, "NAME", None)
         try:
-            if name in TRANSACTION_RECORDS:
+            handler = _HANDLERS.get(name) if self.transaction is None else None
+            if handler is not None:
+                handler(self, rec)
+            elif name in TRANSACTION_RECORDS:
                 self._replay_transaction_marker(name, rec, offset)
                 if name == "BeginTransactionRecord":
                     # the image must not claim the Begin: a reader resuming after it would

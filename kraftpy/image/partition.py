@@ -8,9 +8,8 @@ empty list) means every replica is MIGRATING.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, NamedTuple
 
 from kraftpy.image.errors import InvalidReplicaDirectoriesError, MetadataReplayError
 from protocol.uuid import MIGRATING, Uuid
@@ -31,7 +30,7 @@ NO_RECOVERY_STATE_CHANGE = -1
 
 
 def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
-    return () if values is None else tuple(int(v) for v in values)
+    return () if values is None else tuple(values)
 
 
 def _recovery_state(value: int) -> LeaderRecoveryState:
@@ -45,20 +44,20 @@ def _all_migrating(n: int) -> tuple[Uuid, ...]:
     return (MIGRATING,) * n
 
 
-def _directories(
-    replicas: tuple[int, ...], directories: Sequence[Uuid] | None, what: str
-) -> tuple[Uuid, ...]:
+def _directories(replicas: tuple[int, ...], directories: Sequence[Uuid] | None, rec: Any) -> tuple[Uuid, ...]:
     if not directories:
         return _all_migrating(len(replicas))
     if len(directories) != len(replicas):
         raise InvalidReplicaDirectoriesError(
-            f"{what} has {len(directories)} Directories for {len(replicas)} Replicas {list(replicas)}"
+            f"{type(rec).__name__} for {rec.TopicId}-{rec.PartitionId} has {len(directories)} "
+            f"Directories for {len(replicas)} Replicas {list(replicas)}"
         )
     return tuple(directories)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRegistration:
+class PartitionRegistration(NamedTuple):
+    """Immutable; a tuple because replay makes one per PartitionChangeRecord."""
+
     replicas: tuple[int, ...]
     directories: tuple[Uuid, ...]
     isr: tuple[int, ...]
@@ -75,10 +74,9 @@ class PartitionRegistration:
     def from_record(cls, rec: Any) -> PartitionRegistration:
         """A PartitionRecord's registration; Directories missing or empty means all MIGRATING."""
         replicas = _ints(rec.Replicas)
-        where = f"PartitionRecord for {rec.TopicId}-{rec.PartitionId}"
         return cls(
             replicas=replicas,
-            directories=_directories(replicas, getattr(rec, "Directories", None), where),
+            directories=_directories(replicas, getattr(rec, "Directories", None), rec),
             isr=_ints(rec.Isr),
             removing_replicas=_ints(rec.RemovingReplicas),
             adding_replicas=_ints(rec.AddingReplicas),
@@ -96,11 +94,10 @@ class PartitionRegistration:
         The partition epoch goes up on every change; the leader epoch goes up whenever the record
         names a leader, even the current one.
         """
-        replicas = self.replicas if rec.Replicas is None else _ints(rec.Replicas)
+        replicas = self.replicas if rec.Replicas is None else tuple(rec.Replicas)
         new_dirs = getattr(rec, "Directories", None)
-        where = f"PartitionChangeRecord for {rec.TopicId}-{rec.PartitionId}"
         if new_dirs is not None:
-            directories = _directories(replicas, new_dirs, where)
+            directories = _directories(replicas, new_dirs, rec)
         elif replicas == self.replicas:
             directories = self.directories
         else:
@@ -108,28 +105,26 @@ class PartitionRegistration:
             # where every entry is MIGRATING; keep what is known per broker anyway.
             known = dict(zip(self.replicas, self.directories, strict=True))
             directories = tuple(known.get(b, MIGRATING) for b in replicas)
-        if rec.Leader == NO_LEADER_CHANGE:
+        leader = rec.Leader
+        if leader == NO_LEADER_CHANGE:
             leader, leader_epoch = self.leader, self.leader_epoch
         else:
-            leader, leader_epoch = rec.Leader, self.leader_epoch + 1
+            leader_epoch = self.leader_epoch + 1
         lrs = rec.LeaderRecoveryState
-        recovery = self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else _recovery_state(lrs)
-        elr_change = getattr(rec, "EligibleLeaderReplicas", None)
-        lkelr_change = getattr(rec, "LastKnownElr", None)
+        elr = getattr(rec, "EligibleLeaderReplicas", None)
+        last_known_elr = getattr(rec, "LastKnownElr", None)
         return PartitionRegistration(
-            replicas=replicas,
-            directories=directories,
-            isr=self.isr if rec.Isr is None else _ints(rec.Isr),
-            removing_replicas=(
-                self.removing_replicas if rec.RemovingReplicas is None else _ints(rec.RemovingReplicas)
-            ),
-            adding_replicas=self.adding_replicas if rec.AddingReplicas is None else _ints(rec.AddingReplicas),
-            leader=leader,
-            leader_recovery_state=recovery,
-            leader_epoch=leader_epoch,
-            partition_epoch=self.partition_epoch + 1,
-            elr=self.elr if elr_change is None else _ints(elr_change),
-            last_known_elr=self.last_known_elr if lkelr_change is None else _ints(lkelr_change),
+            replicas,
+            directories,
+            self.isr if rec.Isr is None else tuple(rec.Isr),
+            self.removing_replicas if rec.RemovingReplicas is None else tuple(rec.RemovingReplicas),
+            self.adding_replicas if rec.AddingReplicas is None else tuple(rec.AddingReplicas),
+            leader,
+            self.leader_recovery_state if lrs == NO_RECOVERY_STATE_CHANGE else _recovery_state(lrs),
+            leader_epoch,
+            self.partition_epoch + 1,
+            self.elr if elr is None else tuple(elr),
+            self.last_known_elr if last_known_elr is None else tuple(last_known_elr),
         )
 
     def has_leader(self) -> bool:
