@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.codegen import Decoder, decoder_for, encoder_for
+from protocol.codegen import Decoder, Encoder, decoder_for, encoder_for
 from protocol.message import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 from protocol.metadata_records import (
     RECORD_CLASSES,
@@ -57,6 +57,7 @@ class RecordFrameError(MessageDecodeError):
 # whose frame fits in one-byte varints, which is all of them
 _FRAMES: dict[bytes, tuple[Decoder, int]] = {}
 _HEADERS: dict[tuple[int, int], bytes] = {}
+_WRITERS: dict[tuple[type, int], tuple[bytes, Encoder]] = {}
 # values that always decode to the same immutable record (NoOpRecord, EndTransactionRecord)
 _SHARED: dict[bytes, ApiMessageAndVersion] = {}
 
@@ -182,24 +183,32 @@ def _header(api_key: int, version: int) -> bytes:
 def encode_record(amv: ApiMessageAndVersion) -> bytes:
     """The framed value of a metadata record at amv.version."""
     message = amv.message
-    version = amv.version
-    if type(message) is UnknownRecord:
-        return _header(message.api_key, message.version) + message.raw
-    cls = type(message)
-    api_key = getattr(cls, "API_KEY", None)
-    if api_key is None or RECORD_CLASSES.get(api_key) is not cls:
-        raise MessageEncodeError(f"{cls.__name__} is not a metadata record")
-    enc = cls._ENCODERS.get(version)
-    if enc is None:
-        enc = encoder_for(cls, version)
-    w = bytearray(_header(api_key, version))
+    entry = _WRITERS.get((type(message), amv.version))
+    if entry is None:
+        entry = _writer(message, amv.version)
+        if entry is None:  # an UnknownRecord is written back as it was read
+            return _header(message.api_key, message.version) + message.raw
+    header, enc = entry
+    w = bytearray(header)
     try:
         enc(message, w)
     except MessageEncodeError:
         raise
     except (struct.error, TypeError, AttributeError, ValueError, OverflowError) as e:
-        raise MessageEncodeError(f"cannot write {cls.NAME} v{version}: {e}") from None
+        raise MessageEncodeError(f"cannot write {message.NAME} v{amv.version}: {e}") from None
     return bytes(w)
+
+
+def _writer(message: Any, version: int) -> tuple[bytes, Encoder] | None:
+    cls = type(message)
+    if cls is UnknownRecord:
+        return None
+    api_key = getattr(cls, "API_KEY", None)
+    if api_key is None or RECORD_CLASSES.get(api_key) is not cls:
+        raise MessageEncodeError(f"{cls.__name__} is not a metadata record")
+    entry = (_header(api_key, version), encoder_for(cls, version))
+    _WRITERS[(cls, version)] = entry
+    return entry
 
 
 def default_version(record_class: Any, metadata_version_level: int) -> int:

@@ -423,15 +423,30 @@ def encode_batch(batch: RecordBatch) -> bytes:
     return _frame(batch.base_offset, batch.partition_leader_epoch, fields, records_bytes)
 
 
+# zigzag varints of small non-negative ints (offset deltas, lengths), precomputed for the writer
+_SMALL_VARINTS = [encode_varint(n) for n in range(4096)]
+
+
 def _simple_records(values: Sequence[tuple[bytes | None, bytes]]) -> bytes:
     """Records with timestamp delta 0 and consecutive offset deltas, as KRaft's BatchBuilder writes them."""
-    parts: list[bytes] = []
+    small = _SMALL_VARINTS
+    limit = len(small)
+    out = bytearray()
     for i, (key, value) in enumerate(values):
+        delta = small[i] if i < limit else encode_varint(i)
+        n = len(value)
+        value_len = small[n] if n < limit else encode_varint(n)
         key_part = _NULL_LENGTH if key is None else encode_varint(len(key)) + key
-        body = b"".join((_ZERO, _ZERO, encode_varint(i), key_part, encode_varint(len(value)), value, _ZERO))
-        parts.append(encode_varint(len(body)))
-        parts.append(body)
-    return b"".join(parts)
+        # attributes, timestamp delta, offset delta, key, value length, value, header count
+        size = 3 + len(delta) + len(key_part) + len(value_len) + n
+        out += small[size] if size < limit else encode_varint(size)
+        out += b"\x00\x00"
+        out += delta
+        out += key_part
+        out += value_len
+        out += value
+        out.append(0)
+    return bytes(out)
 
 
 def _kraft_batch(
