@@ -132,8 +132,14 @@ class MetadataLogSink:
                 self._on_failure(e)
             return
         hw = self._log.durable_end_offset
-        while self._unreported and self._unreported[0].last_offset < hw:
-            self._on_committed(hw, self._unreported.popleft())
+        try:
+            while self._unreported and self._unreported[0].last_offset < hw:
+                self._on_committed(hw, self._unreported.popleft())
+        except Exception as e:
+            # A bug in what follows a commit leaves replies and the image behind the log: stop.
+            if self._failed is None:
+                self._failed = e
+                self._on_failure(e)
 
     async def drain(self) -> None:
         """Wait for every scheduled write to be durable (or to have failed)."""

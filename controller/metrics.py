@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter as Tally
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -96,6 +97,16 @@ class ControllerMetrics:
             f"{PREFIX}_commit_fsyncs", "Group commits (one fsync each) of the metadata log", registry=registry
         )
         registry.register(_StatsCollector(stats))
+        self._event_children: dict[str, tuple[Any, Any]] = {}
+
+    def observe_event(self, name: str, queued_s: float, ran_s: float) -> None:
+        # Looking up labelled children costs more than observing; events have a handful of names.
+        children = self._event_children.get(name)
+        if children is None:
+            children = (self.event_queue_time.labels(name), self.event_processing_time.labels(name))
+            self._event_children[name] = children
+        children[0].observe(queued_s)
+        children[1].observe(ran_s)
 
     def count_records(self, type_names: Iterable[str]) -> None:
         for name, n in Tally(type_names).items():

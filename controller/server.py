@@ -194,7 +194,7 @@ class ControllerServer:
             replay=core.replay,
             sink=self._sink,
             on_fatal=self._fatal,
-            observe=self._observe_event,
+            observe=self.metrics.observe_event,
             on_records=self.metrics.count_records,
         )
         self._queue.on_committed(mlog.flushed_offset)
@@ -276,7 +276,6 @@ class ControllerServer:
     def _on_committed(self, high_watermark: int, appended: PreparedAppend) -> None:
         assert self._queue is not None and self._committed is not None and self._policy is not None
         self._committed.add(appended.base_offset, appended.records, appended.epoch, appended.timestamp_ms)
-        self._committed.advance(high_watermark)
         self._policy.on_committed(appended.size)
         self._queue.on_committed(high_watermark)
         self.metrics.commit_batches.inc()
@@ -295,10 +294,6 @@ class ControllerServer:
         with contextlib.suppress(Exception):
             sys.stderr.flush()
         os._exit(EXIT_FATAL)
-
-    def _observe_event(self, name: str, queued_s: float, ran_s: float) -> None:
-        self.metrics.event_queue_time.labels(name).observe(queued_s)
-        self.metrics.event_processing_time.labels(name).observe(ran_s)
 
     # ---- timers -----------------------------------------------------------------------------------
 
