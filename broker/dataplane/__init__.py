@@ -7,7 +7,11 @@ and forwards CreateTopics / DeleteTopics to the controller.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import TYPE_CHECKING, Any
+
+import structlog
 
 from broker.dataplane.handlers import DataPlaneHandlers
 from broker.dataplane.host import ConfiguredLogDir, DataPlaneHost, LocalLog
@@ -24,15 +28,22 @@ if TYPE_CHECKING:
 
     from protocol.transport import Handler
 
+log = structlog.get_logger("broker.dataplane")
+
+FOLLOW_INTERVAL_S = 0.05
+
 __all__ = ["ConfiguredLogDir", "DataPlane", "DataPlaneHost", "LocalLog", "broker_api_specs"]
 
 
 class DataPlane:
-    def __init__(self, host: DataPlaneHost) -> None:
+    def __init__(self, host: DataPlaneHost, *, follow_interval_s: float = FOLLOW_INTERVAL_S) -> None:
         self.host = host
         self.replicas = ReplicaManager(host)
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.api = DataPlaneHandlers(self.replicas, self.producer_ids)
+        self.follow_interval_s = follow_interval_s
+        self._poked = asyncio.Event()
+        self._follower: asyncio.Task[None] | None = None
 
     def handlers(self) -> dict[str, Handler]:
         a = self.api
@@ -58,9 +69,39 @@ class DataPlane:
 
     async def start(self) -> None:
         await self.replicas.start()
+        self._follower = asyncio.create_task(self._follow(), name="dataplane-metadata")
 
     async def stop(self) -> None:
+        if self._follower is not None:
+            self._follower.cancel()
+            await asyncio.gather(self._follower, return_exceptions=True)
+            self._follower = None
         await self.replicas.stop()
+        close = getattr(self.host, "close", None)
+        if close is not None:
+            await close()
+
+    def poke(self) -> None:
+        """Look at the host again now: a new image, logs created, a dir failed."""
+        self._poked.set()
+
+    async def _follow(self) -> None:
+        # The host's image is polled as well as poked: a new image that touches none of our
+        # partitions still changes who may join an ISR and what Metadata answers.
+        seen: MetadataImage | None = None
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._poked.wait(), self.follow_interval_s)
+            poked = self._poked.is_set()
+            self._poked.clear()
+            image = self.host.image
+            if image is seen and not poked:
+                continue
+            seen = image
+            try:
+                await self.replicas.publish(image)
+            except Exception:
+                log.exception("applying metadata to the data plane failed")
 
     async def publish(self, image: MetadataImage) -> None:
         await self.replicas.publish(image)

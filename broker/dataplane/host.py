@@ -4,10 +4,11 @@ The broker shell owns the lifecycle, the metadata image, the log dirs and the pa
 replica lives in which dir, creating and deleting logs, dir failures). The data plane owns what
 happens to the data in those logs: produce, fetch, replication, the high watermark and the ISR.
 
-Wiring (broker main): build `DataPlane(host)` with an object satisfying `DataPlaneHost`, add its
-handlers to the app (`dataplane.install(app)`), `await dataplane.start()`, then after every
-metadata publish (once the logs the plan asked for exist) `await dataplane.publish(image)`, on a
-log dir failure `dataplane.dir_failed(dir_id)`, and at shutdown `await dataplane.stop()`.
+Wiring: build `DataPlane(host)` with an object satisfying `DataPlaneHost`, add its handlers to the
+app (`dataplane.install(app)`) and `await dataplane.start()`. The data plane follows `host.image`
+by itself; `dataplane.poke()` makes it look again at once (after logs were created, a dir failed,
+a new image was published), and `await dataplane.stop()` ends it before the logs are closed.
+`broker/dataplane/broker_host.py` does all of this for `broker.server.BrokerServer`.
 """
 
 from __future__ import annotations
@@ -68,12 +69,9 @@ class DataPlaneHost(Protocol):
         """A client for the active controller (AlterPartition, AllocateProducerIds, forwarding)."""
         ...
 
-    def local_log(self, tp: TopicIdPartition) -> LocalLog | None:
-        """The replica's log when it exists here in an online dir; None otherwise."""
-        ...
-
-    def replica_offline(self, tp: TopicIdPartition) -> bool:
-        """The replica's log is in a failed dir (KAFKA_STORAGE_ERROR for it, not 'not yet created')."""
+    async def local_log(self, tp: TopicIdPartition) -> LocalLog | None:
+        """The replica's log when it exists here (opening it if needed); None while it is not (yet)
+        created. Raises KafkaError(KAFKA_STORAGE_ERROR) when the replica is in a failed dir."""
         ...
 
     def configured_log_dirs(self) -> list[ConfiguredLogDir]: ...

@@ -89,7 +89,7 @@ class _Settings:
 
 def _settings(host: DataPlaneHost) -> _Settings:
     cfg = host.config
-    raw = cfg.originals() if hasattr(cfg, "originals") else {}
+    raw = getattr(cfg, "originals", None) or {}
 
     def own(name: str, default: int) -> int:
         try:
@@ -176,7 +176,12 @@ class ReplicaManager:
                 self.partitions[key] = hp
             hp.tp = tp
             hp.state.set_cluster_view(eligible, epochs)
-            if hp.registration is reg and hp.local is not None and hp.state.role is not Role.NONE:
+            if (
+                hp.registration is reg
+                and hp.local is not None
+                and hp.local.log_dir.online
+                and hp.state.role is not Role.NONE
+            ):
                 continue
             try:
                 await self._apply(hp, reg)
@@ -187,22 +192,22 @@ class ReplicaManager:
 
     async def _apply(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
         state = hp.state
-        if hp.local is None:
-            local = self.host.local_log(hp.tp)
+        if hp.local is None or not hp.local.log_dir.online:
+            try:
+                local = await self.host.local_log(hp.tp)
+            except KafkaError as e:
+                self._go_offline(hp, e.message or e.code.name)
+                hp.registration = reg
+                return
             if local is None:
-                if self.host.replica_offline(hp.tp):
-                    self._go_offline(hp, "log dir offline")
-                else:
-                    self._waiting_for_logs.add(hp.key)
+                self._waiting_for_logs.add(hp.key)
                 hp.registration = reg
                 state.leader_id, state.leader_epoch = reg.leader, reg.leader_epoch
                 return
+            if hp.state.role is Role.OFFLINE:
+                hp.state.stop()
             hp.local = local
             self._waiting_for_logs.discard(hp.key)
-        elif not hp.local.log_dir.online:
-            self._go_offline(hp, "log dir offline")
-            hp.registration = reg
-            return
         hp.registration = reg
         local = hp.local
         assert local is not None
