@@ -91,7 +91,30 @@ async def _serve(cfg, dirs) -> int:  # type: ignore[no-untyped-def]
     except StartupError:
         await server._stop()
         raise
+    dataplane = await _attach_dataplane(server)
+    await server.stopped.wait()
+    if dataplane is not None:
+        await dataplane.stop()  # before the server closes the logs
     return await server.run()
+
+
+async def _attach_dataplane(server):  # type: ignore[no-untyped-def]
+    """Produce/Fetch/replication on the broker's app (broker.dataplane), when it can start.
+
+    A data plane that fails to start is logged and left out: the control plane (registration,
+    heartbeats, dir failures) must keep working whatever happens to the data path.
+    """
+    import structlog
+
+    try:
+        from broker.dataplane.broker_host import attach_dataplane
+
+        return await attach_dataplane(server)
+    except Exception:
+        structlog.get_logger("broker.main").exception(
+            "data plane failed to start; serving the control plane only"
+        )
+        return None
 
 
 def run(argv: Sequence[str] | None = None) -> int:
