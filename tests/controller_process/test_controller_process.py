@@ -7,6 +7,7 @@ reads its metadata log back with the `kraftpy metadata dump|image` tools.
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -376,6 +377,13 @@ async def test_fetch_points_at_the_snapshot_and_fetch_snapshot_returns_it(
     contents = parse_snapshot(b"".join(chunks), Path("fetched.checkpoint"))
     names = [type(amv.message).__name__ for amv in contents.records()]
     assert names[0] == "FeatureLevelRecord" and "RegisterBrokerRecord" in names
+    # The snapshot is the committed image: it describes the same cluster as the whole log does.
+    snap_file = (
+        node.metadata_dir / "__cluster_metadata-0" / f"{sid.EndOffset:020d}-{sid.Epoch:010d}.checkpoint"
+    )
+    assert snap_file.read_bytes() == b"".join(chunks)
+    from_snapshot = json.loads(run_kraftpy("metadata", "image", "--json", str(snap_file)).stdout)
+    assert _cluster(from_snapshot) == _cluster(node.image())
 
     past = await client.call(
         "FetchSnapshot",
