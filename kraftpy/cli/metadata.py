@@ -24,7 +24,7 @@ from kraftpy.cli.main import UserError
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "metadata",
-        help="dump or verify KRaft metadata log segments and snapshots",
+        help="read KRaft metadata logs: dump records, verify bytes, replay into an image",
         description="Tools for the __cluster_metadata log: segments, snapshots and bootstrap.checkpoint.",
     )
     msub = p.add_subparsers(dest="metadata_command", metavar="SUBCOMMAND", required=True)
