@@ -209,10 +209,30 @@ class ControllerServer:
         self._queue.start()
         await self.queue.write("activate", lambda ctx: core.activation_records(bootstrap_records, mv_level))
 
+        await self.queue.write("registerController", self._register_controller)
+
         self._start_timers()
         await self._serve_rpc()
         log.info(
             "controller started", port=self.port, cluster_id=self.cluster_id, leader_epoch=self.leader_epoch
+        )
+
+    def _register_controller(self, ctx: WriteContext) -> Any:
+        from controller.self_registration import register_controller
+        from kraftpy.storage.metadata_version import LATEST_LEVEL
+        from protocol.uuid import Uuid
+
+        name = (self.cfg.controller_listener_names or ["CONTROLLER"])[0]
+        endpoint = self.cfg.listener(name)
+        return register_controller(
+            node_id=self.node_id,
+            incarnation_id=Uuid.random(),
+            listener_name=endpoint.name,
+            host=endpoint.host or "localhost",
+            port=endpoint.port,
+            security_protocol=self.cfg.security_protocol(endpoint.name),
+            metadata_version=self.core.metadata_version,
+            supported_metadata_versions=(1, LATEST_LEVEL),  # 3.0-IV1, the first KRaft version
         )
 
     async def _serve_rpc(self) -> None:
@@ -335,6 +355,10 @@ class ControllerServer:
             return await self.queue.write(name, op)
         except QueueClosedError:
             raise asyncio.CancelledError() from None
+        except Exception:
+            # The operation changed nothing; a timer must keep running whatever one run hit.
+            log.exception("timer event failed", event=name)
+            return None
 
     # ---- snapshots -------------------------------------------------------------------------------
 

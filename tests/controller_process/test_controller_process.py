@@ -122,6 +122,10 @@ async def test_registration_with_two_dirs_is_in_the_log(
     assert recs[0]["offset"] == resp.BrokerEpoch  # the broker epoch is the record's offset
     assert recs[0]["version"] == 3
 
+    # The controller registered itself: DescribeCluster can name the controllers.
+    controllers = await client.call("DescribeCluster", DescribeClusterRequest(EndpointType=2))
+    assert [(c.BrokerId, c.Port) for c in controllers.Brokers] == [(1, node.port)]
+
 
 async def test_registration_without_dirs_is_refused_and_writes_nothing(
     controller_node: Callable[..., ControllerNode], client_for: Any
