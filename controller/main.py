@@ -93,7 +93,7 @@ async def _serve(cfg: KafkaConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         await server.start()
-    except StartupError:
+    except BaseException:
         await server.stop()
         raise
     try:
@@ -128,6 +128,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_STARTUP
     except KeyboardInterrupt:
         return 130
+    except Exception as e:
+        # A bug, not a user error: the traceback goes to the log, the person gets one line.
+        import structlog
+
+        structlog.get_logger("controller.main").exception("controller failed")
+        print(f"kraftpy-controller: failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_STARTUP
 
 
 if __name__ == "__main__":
