@@ -1,14 +1,32 @@
 """kraftpy's client library: an async producer and consumer, and an admin client.
 
-from kraftpy.client import Admin, Consumer, Producer
+    from kraftpy.client import Admin, Consumer, Producer
+
+Names load on first use, so `kraftpy.client.cli_support` (imported by every CLI parser) stays cheap.
 """
 
-from kraftpy.client.admin import Admin, BrokerLogDirs, TopicResult
-from kraftpy.client.cluster import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
-from kraftpy.client.consumer import Consumer, consume_all
-from kraftpy.client.errors import ClientError, DeliveryError
-from kraftpy.client.producer import Producer, ProducerConfig, RecordMetadata
-from kraftpy.client.records import ConsumerRecord
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_EXPORTS = {
+    "Admin": "admin",
+    "BrokerLogDirs": "admin",
+    "TopicResult": "admin",
+    "BrokerInfo": "cluster",
+    "ClusterMetadata": "cluster",
+    "PartitionInfo": "cluster",
+    "TopicInfo": "cluster",
+    "Consumer": "consumer",
+    "consume_all": "consumer",
+    "ClientError": "errors",
+    "DeliveryError": "errors",
+    "Producer": "producer",
+    "ProducerConfig": "producer",
+    "RecordMetadata": "producer",
+    "ConsumerRecord": "records",
+}
 
 __all__ = [
     "Admin",
@@ -27,3 +45,20 @@ __all__ = [
     "TopicResult",
     "consume_all",
 ]
+
+if TYPE_CHECKING:
+    from kraftpy.client.admin import Admin, BrokerLogDirs, TopicResult
+    from kraftpy.client.cluster import BrokerInfo, ClusterMetadata, PartitionInfo, TopicInfo
+    from kraftpy.client.consumer import Consumer, consume_all
+    from kraftpy.client.errors import ClientError, DeliveryError
+    from kraftpy.client.producer import Producer, ProducerConfig, RecordMetadata
+    from kraftpy.client.records import ConsumerRecord
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'kraftpy.client' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"kraftpy.client.{module}"), name)
+    globals()[name] = value
+    return value
