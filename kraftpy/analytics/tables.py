@@ -1,0 +1,380 @@
+"""Derive the state tables from the `records` table, replaying with Spark window functions.
+
+Every table is a replay of one kind of record, done per key in offset order (`seq`): the state
+after a record is the last non-null value of each field among the records of the key so far, where
+a "no change" field of a PartitionChangeRecord or BrokerRegistrationChangeRecord is read as null.
+A full-state record (PartitionRecord, RegisterBrokerRecord) opens a new group, so earlier values
+never leak into a new registration. Epochs are counted as Kafka's replay counts them
+(PartitionRegistration.merge): the partition epoch goes up on every change, the leader epoch on
+every change that names a leader.
+
+State rows carry the start of the next state of their key (`end_seq`, `end_offset`,
+`end_timestamp`), so each row is also an interval; null means the state still holds at log end.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Column, Window
+from pyspark.sql import functions as F
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+REGISTER_BROKER = 0
+UNREGISTER_BROKER = 1
+TOPIC = 2
+PARTITION = 3
+PARTITION_CHANGE = 5
+FENCE_BROKER = 7
+UNFENCE_BROKER = 8
+REMOVE_TOPIC = 9
+BROKER_REGISTRATION_CHANGE = 17
+BEGIN_TRANSACTION = 23
+END_TRANSACTION = 24
+ABORT_TRANSACTION = 25
+TRANSACTION_MARKERS = (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION)
+
+MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
+UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"
+LOST = "AAAAAAAAAAAAAAAAAAAAAg"
+
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+_REGISTER_SCHEMA = (
+    "BrokerId int, IsMigratingZkBroker boolean, IncarnationId string, BrokerEpoch long, Rack string, "
+    "Fenced boolean, InControlledShutdown boolean, LogDirs array<string>"
+)
+_CHANGE_SCHEMA = "BrokerId int, BrokerEpoch long, Fenced int, InControlledShutdown int, LogDirs array<string>"
+_UNREGISTER_SCHEMA = "BrokerId int, BrokerEpoch long"
+_FENCE_SCHEMA = "Id int, Epoch long"
+_TOPIC_SCHEMA = "Name string, TopicId string"
+_REMOVE_TOPIC_SCHEMA = "TopicId string"
+_PARTITION_FIELDS = (
+    "PartitionId int, TopicId string, Replicas array<int>, Isr array<int>, RemovingReplicas array<int>, "
+    "AddingReplicas array<int>, Leader int, LeaderRecoveryState int, Directories array<string>, "
+    "EligibleLeaderReplicas array<int>, LastKnownElr array<int>"
+)
+_PARTITION_SCHEMA = _PARTITION_FIELDS + ", LeaderEpoch int, PartitionEpoch int"
+
+_RUNNING = Window.unboundedPreceding, Window.currentRow
+
+
+def _of_type(records: DataFrame, api_key: int, schema: str) -> DataFrame:
+    return records.filter(F.col("type") == api_key).select(
+        "seq", "offset", "timestamp", "type_name", F.from_json("record", schema).alias("r")
+    )
+
+
+def _last(name: str, w: Window) -> Column:
+    return F.last(name, ignorenulls=True).over(w).alias(name)
+
+
+def _with_time(df: DataFrame, *cols: str) -> DataFrame:
+    for c in cols:
+        df = df.withColumn(c.replace("timestamp", "time"), F.timestamp_millis(c))
+    return df
+
+
+def metadata_events(records: DataFrame, excluded: list[tuple[int, int | None]]) -> DataFrame:
+    """Metadata records that count for replay: no control records, none from aborted or open transactions."""
+    df = records.filter(~F.col("control"))
+    for lo, hi in excluded:
+        inside = F.col("seq") >= lo if hi is None else F.col("seq").between(lo, hi)
+        df = df.filter(~inside)
+    return df
+
+
+def excluded_ranges(markers: list[tuple[int, int]]) -> tuple[list[tuple[int, int | None]], int | None]:
+    """Seq ranges to leave out of replay: aborted transactions, and an open one at log end.
+
+    `markers` are (seq, type) of Begin/End/AbortTransactionRecords in seq order. Returns the ranges
+    and the seq of a transaction still open at log end (its records are held back, as Kafka does).
+    """
+    out: list[tuple[int, int | None]] = []
+    begin: int | None = None
+    for seq, kind in markers:
+        if kind == BEGIN_TRANSACTION:
+            begin = seq
+        elif kind == ABORT_TRANSACTION and begin is not None:
+            out.append((begin, seq))
+            begin = None
+        elif kind in (END_TRANSACTION, ABORT_TRANSACTION):
+            begin = None
+    if begin is not None:
+        out.append((begin, None))
+    return out, begin
+
+
+# ---------------------------------------------------------------------------------------------- brokers
+
+
+def broker_events(events: DataFrame) -> DataFrame:
+    cols = [
+        "broker_id", "seq", "offset", "timestamp", "record_type", "opens_registration", "registered",
+        "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs",
+    ]
+    null_bool, null_str, null_long = F.lit(None).cast("boolean"), F.lit(None).cast("string"), F.lit(None).cast("long")
+    null_dirs = F.lit(None).cast("array<string>")
+    reg = _of_type(events, REGISTER_BROKER, _REGISTER_SCHEMA).select(
+        F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
+        F.col("type_name").alias("record_type"), F.lit(True).alias("opens_registration"),
+        F.lit(True).alias("registered"), F.col("r.BrokerEpoch").alias("broker_epoch"),
+        F.col("r.IncarnationId").alias("incarnation_id"), F.col("r.Rack").alias("rack"),
+        F.coalesce("r.Fenced", F.lit(True)).alias("fenced"),
+        F.coalesce("r.InControlledShutdown", F.lit(False)).alias("in_controlled_shutdown"),
+        # An empty list is a registration made before directories were tracked: every dir is online.
+        F.coalesce("r.LogDirs", F.array().cast("array<string>")).alias("log_dirs"),
+    )
+    change = _of_type(events, BROKER_REGISTRATION_CHANGE, _CHANGE_SCHEMA).select(
+        F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
+        F.col("type_name").alias("record_type"), F.lit(False).alias("opens_registration"), null_bool.alias("registered"),
+        F.col("r.BrokerEpoch").alias("broker_epoch"), null_str.alias("incarnation_id"), null_str.alias("rack"),
+        F.when(F.col("r.Fenced") == 1, True).when(F.col("r.Fenced") == -1, False).alias("fenced"),
+        F.when(F.col("r.InControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
+        # Replay reads an empty LogDirs as "no change".
+        F.when(F.size("r.LogDirs") > 0, F.col("r.LogDirs")).alias("log_dirs"),
+    )
+    legacy = [
+        _of_type(events, key, _FENCE_SCHEMA).select(
+            F.col("r.Id").alias("broker_id"), "seq", "offset", "timestamp", F.col("type_name").alias("record_type"),
+            F.lit(False).alias("opens_registration"), null_bool.alias("registered"),
+            F.col("r.Epoch").alias("broker_epoch"), null_str.alias("incarnation_id"), null_str.alias("rack"),
+            F.lit(fenced).alias("fenced"), null_bool.alias("in_controlled_shutdown"), null_dirs.alias("log_dirs"),
+        )
+        for key, fenced in ((FENCE_BROKER, True), (UNFENCE_BROKER, False))
+    ]
+    unreg = _of_type(events, UNREGISTER_BROKER, _UNREGISTER_SCHEMA).select(
+        F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
+        F.col("type_name").alias("record_type"), F.lit(True).alias("opens_registration"),
+        F.lit(False).alias("registered"), null_long.alias("broker_epoch"), null_str.alias("incarnation_id"),
+        null_str.alias("rack"), null_bool.alias("fenced"), null_bool.alias("in_controlled_shutdown"),
+        null_dirs.alias("log_dirs"),
+    )
+    out = reg.select(cols)
+    for df in (change, *legacy, unreg):
+        out = out.unionByName(df.select(cols))
+    return out
+
+
+def brokers_table(events: DataFrame) -> DataFrame:
+    """Registration history: one row per state a broker went through, with when it ended."""
+    ev = broker_events(events)
+    by_broker = Window.partitionBy("broker_id").orderBy("seq")
+    ev = ev.withColumn(
+        "registration", F.sum(F.col("opens_registration").cast("int")).over(by_broker.rowsBetween(*_RUNNING))
+    ).withColumn("log_dirs_changed", F.col("log_dirs").isNotNull() & ~F.col("opens_registration"))
+    w = Window.partitionBy("broker_id", "registration").orderBy("seq").rowsBetween(*_RUNNING)
+    carried = ["registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs"]
+    df = ev.select(
+        "broker_id", "registration", "seq", "offset", "timestamp", "record_type", "log_dirs_changed",
+        *[_last(c, w) for c in carried],
+    )
+    df = df.withColumn(
+        "state",
+        F.when(F.col("registered") == False, "unregistered")  # noqa: E712 - a Spark column, not a bool
+        .when(F.col("fenced"), "fenced")
+        .when(F.col("in_controlled_shutdown"), "controlled_shutdown")
+        .when(F.col("fenced") == False, "unfenced")  # noqa: E712
+        .otherwise("unknown"),
+    )
+    df = _add_end(df, Window.partitionBy("broker_id").orderBy("seq"))
+    return _with_time(df, "timestamp", "end_timestamp")
+
+
+def dir_failures_table(brokers: DataFrame) -> DataFrame:
+    """A BrokerRegistrationChangeRecord whose LogDirs leaves out a dir the registration listed: it went offline."""
+    w = Window.partitionBy("broker_id", "registration").orderBy("seq")
+    df = brokers.withColumn("previous_dirs", F.lag("log_dirs").over(w))
+    df = df.filter(
+        (F.col("record_type") == "BrokerRegistrationChangeRecord") & F.col("log_dirs_changed")
+        & F.col("previous_dirs").isNotNull()
+    )
+    df = df.select(
+        "broker_id", "broker_epoch", "registration", "seq", "offset", "timestamp",
+        F.explode(F.array_except("previous_dirs", "log_dirs")).alias("directory"),
+        F.col("log_dirs").alias("remaining_dirs"),
+    )
+    # When the dir was back: the first later state of the broker that lists it again.
+    later = brokers.select(
+        F.col("broker_id").alias("b_id"), F.col("seq").alias("b_seq"), F.col("timestamp").alias("b_ts"),
+        F.col("log_dirs").alias("b_dirs"),
+    )
+    back = (
+        df.join(later, (later.b_id == df.broker_id) & (later.b_seq > df.seq)
+                & F.array_contains(later.b_dirs, df.directory), "left")
+        .groupBy("broker_id", "directory", "seq")
+        .agg(F.min("b_seq").alias("back_seq"), F.min_by("b_ts", "b_seq").alias("back_timestamp"))
+    )
+    df = df.join(back, ["broker_id", "directory", "seq"], "left")
+    return _with_time(df, "timestamp", "back_timestamp").orderBy("seq", "directory")
+
+
+# ---------------------------------------------------------------------------------------------- partitions
+
+
+def topics_table(events: DataFrame) -> DataFrame:
+    topics = _of_type(events, TOPIC, _TOPIC_SCHEMA).select(
+        F.col("r.TopicId").alias("topic_id"), F.col("r.Name").alias("topic"), F.col("seq").alias("created_seq")
+    )
+    removed = _of_type(events, REMOVE_TOPIC, _REMOVE_TOPIC_SCHEMA).select(
+        F.col("r.TopicId").alias("topic_id"), F.col("seq").alias("removed_seq")
+    )
+    return topics.join(removed, "topic_id", "left")
+
+
+def partition_events(events: DataFrame) -> DataFrame:
+    cols = [
+        "topic_id", "partition_id", "seq", "offset", "timestamp", "record_type", "is_create", "is_remove",
+        "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
+        "base_leader_epoch", "base_partition_epoch", "leader_named", "directories",
+        "eligible_leader_replicas", "last_known_elr",
+    ]
+    common = [
+        F.col("r.Replicas").alias("replicas"), F.col("r.Isr").alias("isr"),
+        F.col("r.RemovingReplicas").alias("removing_replicas"), F.col("r.AddingReplicas").alias("adding_replicas"),
+        F.col("r.EligibleLeaderReplicas").alias("eligible_leader_replicas"),
+        F.col("r.LastKnownElr").alias("last_known_elr"),
+    ]
+    keys = [F.col("r.TopicId").alias("topic_id"), F.col("r.PartitionId").alias("partition_id"),
+            "seq", "offset", "timestamp", F.col("type_name").alias("record_type")]
+    create = _of_type(events, PARTITION, _PARTITION_SCHEMA).select(
+        *keys, F.lit(True).alias("is_create"), F.lit(False).alias("is_remove"), *common,
+        F.col("r.Leader").alias("leader"), F.coalesce("r.LeaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
+        F.col("r.LeaderEpoch").alias("base_leader_epoch"), F.col("r.PartitionEpoch").alias("base_partition_epoch"),
+        F.lit(0).alias("leader_named"),
+        F.coalesce("r.Directories", F.array().cast("array<string>")).alias("directories"),
+    )
+    change = _of_type(events, PARTITION_CHANGE, _PARTITION_FIELDS).select(
+        *keys, F.lit(False).alias("is_create"), F.lit(False).alias("is_remove"), *common,
+        F.when(F.col("r.Leader") != NO_LEADER_CHANGE, F.col("r.Leader")).alias("leader"),
+        F.when(F.col("r.LeaderRecoveryState") >= 0, F.col("r.LeaderRecoveryState")).alias("leader_recovery_state"),
+        F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
+        (F.coalesce("r.Leader", F.lit(NO_LEADER_CHANGE)) != NO_LEADER_CHANGE).cast("int").alias("leader_named"),
+        F.when(F.size("r.Directories") > 0, F.col("r.Directories")).alias("directories"),
+    )
+    out = create.select(cols).unionByName(change.select(cols))
+    # A removed topic takes every partition it had with it.
+    removes = _of_type(events, REMOVE_TOPIC, _REMOVE_TOPIC_SCHEMA).select(
+        F.col("r.TopicId").alias("topic_id"), "seq", "offset", "timestamp", F.col("type_name").alias("record_type")
+    )
+    known = out.select("topic_id", "partition_id").distinct()
+    nulls = {c: F.lit(None) for c in cols[8:]}
+    removed = removes.join(known, "topic_id").select(
+        "topic_id", "partition_id", "seq", "offset", "timestamp", "record_type",
+        F.lit(False).alias("is_create"), F.lit(True).alias("is_remove"),
+        *[nulls[c].cast(out.schema[c].dataType).alias(c) for c in cols[8:]],
+    )
+    return out.unionByName(removed.select(cols))
+
+
+def partitions_table(events: DataFrame) -> DataFrame:
+    """The state of every partition after each record that touched it."""
+    ev = partition_events(events)
+    key = ["topic_id", "partition_id"]
+    by_part = Window.partitionBy(*key).orderBy("seq")
+    ev = ev.withColumn("creation", F.sum(F.col("is_create").cast("int")).over(by_part.rowsBetween(*_RUNNING)))
+    w = Window.partitionBy(*key, "creation").orderBy("seq").rowsBetween(*_RUNNING)
+    carried = [
+        "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
+        "directories", "eligible_leader_replicas", "last_known_elr",
+    ]
+    changes = F.sum((~F.col("is_create") & ~F.col("is_remove")).cast("int")).over(w)
+    df = ev.select(
+        *key, "seq", "offset", "timestamp", "record_type", F.col("is_remove").alias("deleted"),
+        *[_last(c, w) for c in carried],
+        (F.first("base_leader_epoch", ignorenulls=True).over(w) + F.sum("leader_named").over(w)).alias("leader_epoch"),
+        (F.first("base_partition_epoch", ignorenulls=True).over(w) + changes).alias("partition_epoch"),
+    )
+    # Missing or empty Directories mean every replica is MIGRATING (PartitionRegistration's default).
+    df = df.withColumn(
+        "directories",
+        F.when(
+            F.col("directories").isNull() | (F.size("directories") == 0),
+            F.when(F.col("replicas").isNotNull(), F.array_repeat(F.lit(MIGRATING), F.size("replicas"))),
+        ).otherwise(F.col("directories")),
+    )
+    # A removed partition has no state left.
+    for c in carried:
+        df = df.withColumn(c, F.when(~F.col("deleted"), F.col(c)))
+    for c in ("leader_epoch", "partition_epoch"):
+        df = df.withColumn(c, F.when(~F.col("deleted"), F.col(c)))
+    df = df.withColumn("state_index", F.row_number().over(by_part))
+    df = _add_end(df, by_part)
+    topics = topics_table(events).select("topic_id", "topic").dropDuplicates(["topic_id"])
+    df = df.join(F.broadcast(topics), "topic_id", "left")
+    df = _with_time(df, "timestamp", "end_timestamp")
+    return df.select(
+        "topic", "topic_id", "partition_id", "state_index", "seq", "offset", "timestamp", "time", "record_type",
+        "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "directories", "removing_replicas",
+        "adding_replicas", "leader_recovery_state", "eligible_leader_replicas", "last_known_elr", "deleted",
+        "end_seq", "end_offset", "end_timestamp", "end_time",
+    )
+
+
+def _add_end(df: DataFrame, w: Window) -> DataFrame:
+    return (
+        df.withColumn("end_seq", F.lead("seq").over(w))
+        .withColumn("end_offset", F.lead("offset").over(w))
+        .withColumn("end_timestamp", F.lead("timestamp").over(w))
+    )
+
+
+def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
+    """Group consecutive states (by state_index) of a key with the same `value` into intervals."""
+    w = Window.partitionBy(*key).orderBy("state_index")
+    prev_idx = F.lag("state_index").over(w)
+    prev_val = F.lag(value).over(w)
+    new = prev_idx.isNull() | (prev_idx != F.col("state_index") - 1) | ~prev_val.eqNullSafe(F.col(value))
+    df = df.withColumn("_new", new.cast("int"))
+    df = df.withColumn("_island", F.sum("_new").over(w.rowsBetween(*_RUNNING)))
+    return df.groupBy(*key, "_island", value).agg(
+        F.min("seq").alias("start_seq"),
+        F.min_by("offset", "seq").alias("start_offset"),
+        F.min_by("timestamp", "seq").alias("start_timestamp"),
+        F.max_by("end_seq", "state_index").alias("end_seq"),
+        F.max_by("end_offset", "state_index").alias("end_offset"),
+        F.max_by("end_timestamp", "state_index").alias("end_timestamp"),
+        F.count("*").alias("states"),
+    ).drop("_island")
+
+
+def replica_dirs_table(partitions: DataFrame) -> DataFrame:
+    """Which directory held each replica, as intervals: a move or a reassignment ends one."""
+    live = partitions.filter(~F.col("deleted") & F.col("replicas").isNotNull())
+    exploded = live.select(
+        "topic", "topic_id", "partition_id", "state_index", "seq", "offset", "timestamp",
+        "end_seq", "end_offset", "end_timestamp",
+        F.posexplode(F.arrays_zip(F.col("replicas").alias("b"), F.col("directories").alias("d"))).alias("pos", "z"),
+    ).select("*", F.col("z.b").alias("broker_id"), F.col("z.d").alias("directory")).drop("z", "pos")
+    df = _islands(exploded, ["topic", "topic_id", "partition_id", "broker_id"], "directory")
+    df = df.withColumn("current", F.col("end_seq").isNull())
+    df = _with_time(df, "start_timestamp", "end_timestamp")
+    return df.select(
+        "topic", "topic_id", "partition_id", "broker_id", "directory", "start_seq", "start_offset",
+        "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "states", "current",
+    )
+
+
+def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame:
+    """Per partition, intervals with a leader and without one (leader -1); removal ends the last."""
+    df = partitions.withColumn(
+        "leadership",
+        F.when(F.col("deleted"), "deleted")
+        .when(F.col("leader") >= 0, "leader")
+        .when(F.col("leader") == NO_LEADER, "leaderless")
+        .otherwise("unknown"),
+    )
+    df = _islands(df, ["topic", "topic_id", "partition_id"], "leadership").filter(F.col("leadership") != "deleted")
+    df = df.withColumn("has_leader", F.col("leadership") == "leader").withColumn("open", F.col("end_seq").isNull())
+    df = df.withColumn(
+        "duration_ms", F.coalesce("end_timestamp", F.lit(log_end_timestamp)) - F.col("start_timestamp")
+    )
+    df = _with_time(df, "start_timestamp", "end_timestamp")
+    return df.select(
+        "topic", "topic_id", "partition_id", "leadership", "has_leader", "start_seq", "start_offset",
+        "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "open",
+        "duration_ms", "states",
+    )
