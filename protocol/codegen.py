@@ -587,21 +587,54 @@ class _Gen:
                 self._write_value(struct_cls, f, x, "w", 1)
                 i += 1
         if self.flexible:
-            src.add(1, "tg = None")
-            for f in sorted(tagged, key=lambda f: f.tag or 0):
-                x = src.name("x")
-                src.add(1, f"{x} = o.{f.name}")
-                src.add(1, f"if {self._differs(struct_cls, f, x)}:")
-                src.add(2, "t = bytearray()")
-                self._write_value(struct_cls, f, x, "t", 2)
-                src.add(2, "if tg is None: tg = []")
-                src.add(2, f"tg.append(({f.tag}, t))")
-            src.add(1, "unk = o._unknown_tagged_fields")
-            src.add(1, "if unk: tg = _merge_tags(tg, unk)")
-            src.add(1, "if tg is None: w.append(0)")
-            src.add(1, "else: _write_tags(w, tg)")
+            self._write_tags_section(struct_cls, tagged)
         if not fields and not self.flexible:
             src.add(1, "pass")
+
+    def _write_tags_section(self, struct_cls: type[Struct], tagged: list[Field]) -> None:
+        """Each set tagged field is encoded into its own buffer (its size comes first on the wire);
+        without unknown tags they are then written in tag order with no intermediate list."""
+        src = self.src
+        add = src.add
+        ordered = sorted(tagged, key=lambda f: f.tag or 0)
+        if not ordered:
+            add(1, "unk = o._unknown_tagged_fields")
+            add(1, "if unk: _write_tags(w, _merge_tags(None, unk))")
+            add(1, "else: w.append(0)")
+            return
+        buffers = []
+        add(1, "nt = 0")
+        for f in ordered:
+            x = src.name("x")
+            t = src.name("t")
+            buffers.append((f, t))
+            add(1, f"{x} = o.{f.name}")
+            add(1, f"if {self._differs(struct_cls, f, x)}:")
+            if not f.is_array and f.type in FIXED_TYPES:
+                if f.type == "uuid":
+                    add(2, f"{t} = {x}.bytes")
+                else:
+                    add(2, f"{t} = {src.const(struct.Struct('>' + FIXED_TYPES[f.type]), '_S')}.pack({x})")
+            else:
+                add(2, f"{t} = bytearray()")
+                self._write_value(struct_cls, f, x, t, 2, not_null=default_of(f) is None)
+            add(2, "nt += 1")
+            add(1, f"else: {t} = None")
+        add(1, "unk = o._unknown_tagged_fields")
+        add(1, "if unk:")
+        pairs = ", ".join(f"({f.tag}, {t})" for f, t in buffers)
+        add(2, f"_write_tags(w, _merge_tags([p for p in ({pairs},) if p[1] is not None], unk))")
+        add(1, "else:")
+        add(2, "w.append(nt)")  # at most a handful of known tags: always a one-byte count
+        for f, t in buffers:
+            add(2, f"if {t} is not None:")
+            add(3, f"{t}_n = len({t})")
+            add(
+                3,
+                f"if {t}_n < 128: w += {src.const(encode_unsigned_varint(f.tag or 0), '_tag')}; w.append({t}_n)",
+            )
+            add(3, f"else: w += {src.const(encode_unsigned_varint(f.tag or 0), '_tag')}; w += _uvb({t}_n)")
+            add(3, f"w += {t}")
 
     def _differs(self, struct_cls: type[Struct], f: Field, x: str) -> str:
         value = default_of(f)
@@ -633,7 +666,9 @@ class _Gen:
         else:
             self.src.add(ind, f"{out} += b'\\xff\\xff\\xff\\xff'")
 
-    def _write_value(self, struct_cls: type[Struct], f: Field, x: str, out: str, ind: int) -> None:
+    def _write_value(
+        self, struct_cls: type[Struct], f: Field, x: str, out: str, ind: int, not_null: bool = False
+    ) -> None:
         add = self.src.add
         etype = f.element_type
         where = self._where(struct_cls, f)
@@ -641,13 +676,14 @@ class _Gen:
             self._write_scalar(struct_cls, f, etype, x, out, ind)
             return
         kind = "array" if f.is_array else etype
-        add(ind, f"if {x} is None:")
-        if f.nullable_in(self.version):
-            self._write_null(out, ind + 1, kind)
-        else:
-            add(ind + 1, f"raise _null_value({where!r})")
-        add(ind, "else:")
-        ind += 1
+        if not not_null:
+            add(ind, f"if {x} is None:")
+            if f.nullable_in(self.version):
+                self._write_null(out, ind + 1, kind)
+            else:
+                add(ind + 1, f"raise _null_value({where!r})")
+            add(ind, "else:")
+            ind += 1
         if not f.is_array:
             self._write_blob(etype, x, out, ind)
             return
