@@ -15,7 +15,7 @@ from controller.core.broker_registration import BrokerRegistration
 from controller.core.metadata_version import LATEST_PRODUCTION
 from controller.core.partition_change import Election
 from controller.core.partition_registration import PartitionRegistration
-from protocol.framing import ApiMessageAndVersion
+from protocol.framing import ApiMessageAndVersion, decode_record, encode_record
 from protocol.rpc.alter_partition import AlterPartitionRequest
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
@@ -72,6 +72,8 @@ class ControlTestContext:
 
     def replay(self, records: Iterable[ApiMessageAndVersion]) -> None:
         for record in records:
+            # Every record an operation writes must survive Kafka's wire form at its version.
+            assert decode_record(encode_record(record)) == record, record
             self.core.replay(record, len(self.log))
             self.log.append(record)
             if type(record.message).__name__ == "TopicRecord":
