@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import shutil
 import statistics
@@ -72,6 +73,14 @@ class Controller:
 
     def stop(self) -> int:
         return self.proc.terminate(60)
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU the controller process has used (Linux /proc), to compare runs on a busy machine."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Rpc:
@@ -212,8 +221,10 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
                 i += args.clients
 
         started = time.perf_counter()
+        cpu0 = ctl.cpu_seconds()
         await asyncio.gather(*(worker(w) for w in range(args.clients)))
         elapsed = time.perf_counter() - started
+        cpu = ctl.cpu_seconds() - cpu0
         latencies.sort()
         rate = len(latencies) / elapsed
         out = {
@@ -225,11 +236,17 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
             "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
             "errors": errors,
             "timed_out": await metric(rpc, "kraftpy_controller_timed_out_broker_heartbeats_total"),
+            "controller_cpu_ms_per_heartbeat": cpu / max(1, len(latencies)) * 1000,
         }
         print(
             f"(a) {out['heartbeats']} heartbeats from {args.brokers} brokers over {args.clients} clients in "
             f"{elapsed:.1f}s: {rate:,.0f} heartbeats/s, p50 {out['p50_ms']:.2f} ms, p99 {out['p99_ms']:.2f} ms, "
             f"max {out['max_ms']:.1f} ms, errors {errors}, timed out in queue {out['timed_out']:.0f}"
+        )
+        print(
+            f"(a) controller CPU per heartbeat {out['controller_cpu_ms_per_heartbeat']:.3f} ms "
+            f"(one core would serve about {1000 / out['controller_cpu_ms_per_heartbeat']:,.0f} heartbeats/s); "
+            f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         return out
     finally:
@@ -314,11 +331,13 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
         before = await metric(
             rpc, "kraftpy_controller_records_appended_total", 'type="PartitionChangeRecord"'
         )
+        cpu0 = ctl.cpu_seconds()
         t0 = time.perf_counter()
         resp = check(
             await rpc.call("BrokerHeartbeat", heartbeat(1, epoch, offline=[a]), version=1), "offline"
         )
         elapsed = time.perf_counter() - t0
+        cpu = ctl.cpu_seconds() - cpu0
         after = await metric(rpc, "kraftpy_controller_records_appended_total", 'type="PartitionChangeRecord"')
         changes = after - before
         offline_now = await metric(rpc, "kraftpy_controller_offline_partitions_count")
@@ -328,6 +347,7 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
             "seconds": elapsed,
             "records_per_second": changes / elapsed if elapsed > 0 else float("nan"),
             "offline_partitions": offline_now,
+            "controller_cpu_s": cpu,
         }
         verdict = "within" if elapsed < OFFLINE_GOAL_S else "OVER"
         print(
@@ -335,6 +355,9 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
             f"{changes:,.0f} PartitionChangeRecords, {out['records_per_second']:,.0f} records/s; "
             f"offline partitions now {offline_now:,.0f} ({verdict} the {OFFLINE_GOAL_S:.0f} s goal); "
             f"IsFenced={resp.get('IsFenced')}"
+        )
+        print(
+            f"(b) controller CPU for it: {cpu:.2f}s; load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         return out
     finally:
