@@ -23,6 +23,7 @@ from collections.abc import Sequence
 PROCESS_START = time.monotonic()
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+DATAPLANE_STOP_TIMEOUT_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -94,7 +95,12 @@ async def _serve(cfg, dirs) -> int:  # type: ignore[no-untyped-def]
     dataplane = await _attach_dataplane(server)
     await server.stopped.wait()
     if dataplane is not None:
-        await dataplane.stop()  # before the server closes the logs
+        try:  # before the server closes the logs
+            await asyncio.wait_for(dataplane.stop(), DATAPLANE_STOP_TIMEOUT_S)
+        except Exception as e:
+            import structlog
+
+            structlog.get_logger("broker.main").warning("data plane did not stop cleanly", error=repr(e))
     return await server.run()
 
 

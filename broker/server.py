@@ -72,6 +72,7 @@ log = structlog.get_logger("broker.server")
 
 RPC_TIMEOUT_S = 5.0
 PROBE_TIMEOUT_MIN_S = 5.0
+STOP_TIMEOUT_S = 10.0
 
 SUPPORTED_FEATURES = (
     ("metadata.version", 1, LATEST_LEVEL),
@@ -294,9 +295,16 @@ class BrokerServer:
     # ---- running -------------------------------------------------------------------------------
 
     async def run(self) -> int:
-        """Until a shutdown completes or a fatal error; returns the exit code."""
+        """Until a shutdown completes or a fatal error; returns the exit code.
+
+        Stopping is bounded: after a fatal error Kafka halts at once; here the broker gets
+        STOP_TIMEOUT_S to close files and sockets in order, then exits anyway.
+        """
         await self.stopped.wait()
-        await self._stop()
+        try:
+            await asyncio.wait_for(self._stop(), STOP_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("stopping took too long; exiting without finishing", timeout_s=STOP_TIMEOUT_S)
         return self.exit_code or 0
 
     def fatal(self, reason: str) -> None:
