@@ -20,7 +20,9 @@ any other exception is a bug: the shell reports UNKNOWN_SERVER_ERROR and treats 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable, Sequence
+import gc
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from controller.core import alter_partition as _alter_partition
@@ -64,6 +66,20 @@ _IGNORED_RECORDS = (
     mr.DelegationTokenRecord,
     mr.RemoveDelegationTokenRecord,
 )
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Operations and replays allocate many small, acyclic objects; on a large heap the cyclic
+    collector's full passes then cost more than the work itself (about 3x for a dir failure
+    touching 100,000 partitions). Pause it meanwhile and restore the caller's setting."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 class QuorumControllerCore:
@@ -114,9 +130,10 @@ class QuorumControllerCore:
     def replay_all(self, records: Iterable[ApiMessageAndVersion | Any], base_offset: int) -> int:
         """Replay records at consecutive offsets from `base_offset`; returns the next offset."""
         offset = base_offset
-        for record in records:
-            self.replay(record, offset)
-            offset += 1
+        with _gc_paused():
+            for record in records:
+                self.replay(record, offset)
+                offset += 1
         return offset
 
     # Metadata transactions: an aborted one leaves the state as it was at its Begin record.
@@ -179,7 +196,8 @@ class QuorumControllerCore:
 
     def _run(self, api: str, op: Callable[[], ControllerResult[R]]) -> ControllerResult[R]:
         try:
-            return op()
+            with _gc_paused():
+                return op()
         except KafkaError as e:
             return ControllerResult.of([], self._error_response(api, e))
 
@@ -208,7 +226,8 @@ class QuorumControllerCore:
         )
 
     def maybe_fence_one_stale_broker(self, now_ms: int) -> ControllerResult[int | None]:
-        return _lifecycle.maybe_fence_one_stale_broker(self.m, now_ms)
+        with _gc_paused():
+            return _lifecycle.maybe_fence_one_stale_broker(self.m, now_ms)
 
     def next_session_expiry_ms(self) -> int | None:
         """When the staleness check next has something to do (None: no unfenced broker)."""
@@ -246,7 +265,10 @@ class QuorumControllerCore:
         *,
         only_unclean_topics: bool = False,
     ) -> ControllerResult[dict[TopicIdPartition, int]]:
-        return _elections.elect_leaders(self.m, election, partitions, only_unclean_topics=only_unclean_topics)
+        with _gc_paused():
+            return _elections.elect_leaders(
+                self.m, election, partitions, only_unclean_topics=only_unclean_topics
+            )
 
     def maybe_elect_unclean_leaders(self) -> ControllerResult[dict[TopicIdPartition, int]]:
         """Leaderless partitions of topics that allow unclean election get any live replica."""
