@@ -141,7 +141,7 @@ def random_directory_id(taken: set[Uuid] | frozenset[Uuid] = frozenset()) -> Uui
 def directory_is_online(directory: Uuid, online_dirs: list[Uuid] | tuple[Uuid, ...] | frozenset[Uuid]) -> bool:
     """DirectoryId.isOnline: UNASSIGNED and MIGRATING are online, LOST is not; a broker
     registered without directories (before JBOD's metadata.version) has every dir online."""
-    if directory == UNASSIGNED or directory == MIGRATING:
+    if directory in (UNASSIGNED, MIGRATING):
         return True
     if directory == LOST:
         return False
