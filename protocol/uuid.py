@@ -9,10 +9,13 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import struct
 from typing import ClassVar
 
 _MASK64 = (1 << 64) - 1
+# Java's URL-safe decoder refuses '+' and '/', which Python's would quietly accept beside '-' and '_'.
+_URL_SAFE_TEXT = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 
 
 def _signed64(v: int) -> int:
@@ -52,6 +55,8 @@ class Uuid:
             raise InvalidUuidError(f"a Uuid text must be a string, got {type(text).__name__}")
         if len(text) > 24:
             raise InvalidUuidError(f"'{text}' is not a Uuid: longer than 24 characters")
+        if not _URL_SAFE_TEXT.fullmatch(text):
+            raise InvalidUuidError(f"'{text}' is not a Uuid: not URL-safe base64")
         padded = text + "=" * (-len(text) % 4)
         try:
             raw = base64.b64decode(padded, altchars=b"-_", validate=True)
