@@ -8,6 +8,7 @@ from this process) or the broker's /healthz, under generous deadlines: no timed 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,14 @@ def unfence_records(records: list[Record], broker: int, after: int) -> list[Reco
         and r.record.BrokerId == broker
         and r.record.Fenced == -1
     ]
+
+
+def exit_code(proc: Any, timeout: float = 60.0) -> int:
+    """The process's exit code once it exits; fails with its log if it does not."""
+    try:
+        return proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"{proc.name} still running after {timeout}s:\n{proc.log_tail(40)}") from None
 
 
 def partition_dirs(path: Path) -> set[str]:
@@ -257,8 +266,7 @@ def test_failed_metadata_dir_stops_the_broker(real_disks: Any, cluster: Cluster,
     meta_disk.fail()
     proc = cluster.brokers[B].proc
     assert proc is not None
-    code = proc.wait(60)
-    assert code == 1
+    assert exit_code(proc) == 1
     assert "metadata.log.dir" in proc.log_text() and "broker shutting down" in proc.log_text()
 
 
@@ -272,7 +280,7 @@ def test_all_log_dirs_failed_stops_the_broker(real_disks: Any, cluster: Cluster,
     real_disks.disk_set.get(f"b{B}d1").fail()
     proc = cluster.brokers[B].proc
     assert proc is not None
-    assert proc.wait(60) == 1
+    assert exit_code(proc) == 1
     assert "all log dirs are offline" in proc.log_text()
 
 
@@ -300,5 +308,5 @@ def test_unreported_failure_under_a_led_partition_stops_the_broker(
     real_disks.disk_set.get(f"b{B}d{victim}").fail()
     proc = cluster.brokers[B].proc
     assert proc is not None
-    assert proc.wait(60) == 1
+    assert exit_code(proc) == 1
     assert "log.dir.failure.timeout.ms" in proc.log_text()
