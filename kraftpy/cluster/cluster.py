@@ -426,6 +426,7 @@ class LocalCluster:
         replication_factor: int,
         *,
         assignment: dict[int, list[int]] | None = None,
+        configs: dict[str, str] | None = None,
         timeout: float = 30.0,
     ) -> ClusterView:
         """Create a topic through a broker and wait until every partition has a leader."""
@@ -438,7 +439,12 @@ class LocalCluster:
             try:
                 asyncio.run(
                     workload.create_topic(
-                        self.bootstrap_servers(), name, partitions, replication_factor, assignment=assignment
+                        self.bootstrap_servers(),
+                        name,
+                        partitions,
+                        replication_factor,
+                        assignment=assignment,
+                        configs=configs,
                     )
                 )
             except RuntimeError as e:
@@ -449,6 +455,8 @@ class LocalCluster:
             argv += ["--partitions", str(partitions), "--replication-factor", str(replication_factor)]
             if assignment:
                 argv += ["--assignment", json.dumps(assignment)]
+            for k, v in (configs or {}).items():
+                argv += ["--config", f"{k}={v}"]
             proc = run_client(self, argv, timeout=60)
             if proc.returncode != 0:
                 raise ClusterError(proc.stderr.strip() or f"creating topic {name} failed")
@@ -460,14 +468,20 @@ class LocalCluster:
         )
 
     def start_producer(
-        self, topic: str, ack_file: str | os.PathLike[str], *, rate: float = 300, value_size: int = 100
+        self,
+        topic: str,
+        ack_file: str | os.PathLike[str],
+        *,
+        rate: float = 300,
+        value_size: int = 100,
+        bootstrap: str | None = None,
     ) -> Any:
         """A continuous acks=all idempotent producer process (kraftpy.cluster.workload)."""
         from kraftpy.cluster.workload import ProducerProcess
 
         return ProducerProcess(
             self._client_wrap(),
-            self.bootstrap_servers(),
+            bootstrap or self.bootstrap_servers(),
             topic,
             Path(ack_file),
             rate=rate,
@@ -495,6 +509,15 @@ class LocalCluster:
 
     def fail_dir(self, broker_id: int, index: int, how: str = "fail") -> str:
         return disk_faults.inject(self.dir_plan(broker_id, index), how, self.disks())
+
+    def metadata_dir_plan(self, broker_id: int) -> DirPlan:
+        d = self.broker(broker_id).metadata_disk
+        if d is None:
+            raise ClusterError("the metadata.log.dir is on its own disk only with metadata_disks=True")
+        return d
+
+    def fail_metadata_dir(self, broker_id: int, how: str = "fail") -> str:
+        return disk_faults.inject(self.metadata_dir_plan(broker_id), how, self.disks())
 
     def heal_dir(self, broker_id: int, index: int, *, timeout: float = 15.0) -> list[str]:
         """Undo a fault; a real disk can only be healed once no process holds files on it, so this

@@ -51,7 +51,8 @@ class ClusterDisks:
 
     def create(self, nodes: list[NodePlan], spec: ClusterSpec) -> None:
         for node in nodes:
-            for d in node.log_dirs:
+            wanted = [*node.log_dirs, *([node.metadata_disk] if node.metadata_disk else [])]
+            for d in wanted:
                 if d.disk is None or d.mountpoint is None:
                     continue
                 if d.disk in self.disk_set:

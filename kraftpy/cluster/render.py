@@ -31,25 +31,28 @@ def _node_style(n: NodeView) -> str:
 
 
 def nodes_table(view: ClusterView) -> Table:
-    t = Table(title="nodes", title_justify="left", expand=False)
-    for col in ("node", "id", "address", "pid", "process", "serving", "state", "epoch", "dirs online"):
-        t.add_column(col)
+    t = Table(title="nodes", title_justify="left")
+    for col in ("node", "address", "pid", "process", "state", "epoch", "dirs"):
+        t.add_column(col, no_wrap=True)
     for n in (view.controller, *view.brokers):
         style = _node_style(n)
+        process = n.process if n.process != "running" or n.healthy else "running, not serving"
         if n.role == "controller":
             state = "active" if n.healthy else "-"
             hw = (n.health or {}).get("high_watermark")
             epoch = f"hw {hw}" if hw is not None else "-"
             dirs = "-"
         else:
-            state, epoch, dirs = n.state, str(n.epoch) if n.epoch >= 0 else "-", f"{n.online_dirs}/{n.dirs}"
+            state, epoch, dirs = (
+                n.state,
+                str(n.epoch) if n.epoch >= 0 else "-",
+                f"{n.online_dirs}/{n.dirs} online",
+            )
         t.add_row(
-            n.name,
-            str(n.node_id),
+            f"{n.role} {n.node_id}",
             n.address,
             str(n.pid or "-"),
-            Text(n.process, style=style),
-            "yes" if n.healthy else "no",
+            Text(process, style="red" if n.process != "running" else ""),
             Text(state, style=style),
             epoch,
             dirs,
@@ -65,17 +68,20 @@ def _dir_style(d: DirView) -> str:
 
 def dirs_table(view: ClusterView) -> Table:
     t = Table(title="log dirs", title_justify="left")
-    for col in ("dir", "status", "fault", "directory.id", "used", "size", "path"):
-        t.add_column(col)
+    for col in ("dir", "status", "fault", "directory.id", "used", "path"):
+        t.add_column(col, no_wrap=True)
     for d in view.dirs:
+        used = _size(d.used_bytes) + (f" / {_size(d.size_bytes)}" if d.size_bytes else "")
+        path = d.path
+        if path.startswith(view.work_dir + "/"):
+            path = path[len(view.work_dir) + 1 :]
         t.add_row(
             d.label,
             Text(d.status, style=_dir_style(d)),
             Text(d.fault or "-", style="red" if d.fault else ""),
             d.directory_id or "-",
-            _size(d.used_bytes),
-            _size(d.size_bytes),
-            d.path,
+            used,
+            path,
         )
     return t
 
@@ -117,7 +123,7 @@ def partitions_table(
 def header(view: ClusterView) -> Text:
     return Text.assemble(
         ("kraftpy cluster ", "bold"),
-        f"{view.work_dir}  ({view.mode})  cluster id {view.cluster_id}  metadata offset {view.metadata_offset}",
+        f"{view.work_dir} ({view.mode})\ncluster id {view.cluster_id}, metadata log offset {view.metadata_offset}",
     )
 
 

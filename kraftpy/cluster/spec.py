@@ -57,6 +57,8 @@ class ClusterSpec:
     fs: tuple[str, ...] = ("ext4",)
     disk_size: str | None = None
     restart: str = "no"  # or "on-failure"
+    # With real_disks: also put each broker's metadata.log.dir on its own disk (to fail it).
+    metadata_disks: bool = False
     broker_config: Mapping[str, str] = field(default_factory=lambda: dict(FAST_BROKER_SETTINGS))
     controller_config: Mapping[str, str] = field(default_factory=dict)
 
@@ -80,6 +82,7 @@ class ClusterSpec:
             "fs": list(self.fs),
             "disk_size": self.disk_size,
             "restart": self.restart,
+            "metadata_disks": self.metadata_disks,
             "broker_config": dict(self.broker_config),
             "controller_config": dict(self.controller_config),
         }
@@ -94,6 +97,7 @@ class ClusterSpec:
             fs=tuple(d.get("fs") or ("ext4",)),  # type: ignore[arg-type]
             disk_size=d.get("disk_size"),  # type: ignore[arg-type]
             restart=str(d.get("restart", "no")),
+            metadata_disks=bool(d.get("metadata_disks", False)),
             broker_config=dict(d.get("broker_config") or {}),  # type: ignore[call-overload]
             controller_config=dict(d.get("controller_config") or {}),  # type: ignore[call-overload]
         )
@@ -123,6 +127,7 @@ class NodePlan:
     log_dirs: tuple[DirPlan, ...] = ()
     netns: str | None = None
     host_index: int = 0  # 1-based index of the node's namespace (multi-host), its switch port p<index>
+    metadata_disk: DirPlan | None = None  # the disk under metadata_dir, when it has one
 
     @property
     def url(self) -> str:
@@ -147,12 +152,10 @@ class NodePlan:
             "config": self.config,
             "log": self.log,
             "metadata_dir": self.metadata_dir,
-            "log_dirs": [
-                {"path": d.path, "index": d.index, "disk": d.disk, "mountpoint": d.mountpoint, "fs": d.fs}
-                for d in self.log_dirs
-            ],
+            "log_dirs": [_dir_json(d) for d in self.log_dirs],
             "netns": self.netns,
             "host_index": self.host_index,
+            "metadata_disk": _dir_json(self.metadata_disk) if self.metadata_disk else None,
         }
 
     @classmethod
@@ -169,7 +172,12 @@ class NodePlan:
             log_dirs=tuple(DirPlan(**x) for x in d.get("log_dirs") or ()),  # type: ignore[attr-defined]
             netns=d.get("netns"),  # type: ignore[arg-type]
             host_index=int(d.get("host_index") or 0),  # type: ignore[call-overload]
+            metadata_disk=DirPlan(**d["metadata_disk"]) if d.get("metadata_disk") else None,  # type: ignore[arg-type]
         )
+
+
+def _dir_json(d: DirPlan) -> dict[str, object]:
+    return {"path": d.path, "index": d.index, "disk": d.disk, "mountpoint": d.mountpoint, "fs": d.fs}
 
 
 def default_work_dir() -> Path:
@@ -240,6 +248,12 @@ def plan_nodes(
                 )
             else:
                 dirs.append(DirPlan(path=str(base / f"logs-{d}"), index=d))
+        meta_disk = None
+        if spec.real_disks and spec.metadata_disks:
+            mnt = base / "meta-disk"
+            meta_disk = DirPlan(
+                path=str(mnt / DATA_SUBDIR), index=-1, disk=f"b{b}meta", mountpoint=str(mnt), fs="ext4"
+            )
         nodes.append(
             NodePlan(
                 name=name,
@@ -249,10 +263,11 @@ def plan_nodes(
                 port=port,
                 config=str(work_dir / "config" / f"{name}.properties"),
                 log=str(work_dir / "logs" / f"{name}.log"),
-                metadata_dir=str(base / "meta"),
+                metadata_dir=meta_disk.path if meta_disk else str(base / "meta"),
                 log_dirs=tuple(dirs),
                 netns=ns,
                 host_index=b + 1,
+                metadata_disk=meta_disk,
             )
         )
     return nodes

@@ -421,6 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     pt.add_argument("--partitions", type=int, default=1)
     pt.add_argument("--replication-factor", type=int, default=1)
     pt.add_argument("--assignment", help="JSON {partition: [broker ids]}")
+    pt.add_argument("--config", action="append", default=[], help="NAME=VALUE topic config")
     pc = sub.add_parser("consume")
     pc.add_argument("--bootstrap", required=True)
     pc.add_argument("--topic", required=True)
