@@ -126,6 +126,14 @@ class ControllerEventQueue:
     def start(self) -> None:
         self._last_appended = self._sink.next_offset - 1
         self._task = asyncio.get_running_loop().create_task(self._run(), name="controller-event-queue")
+        self._task.add_done_callback(self._check_exit)
+
+    def _check_exit(self, task: asyncio.Task[None]) -> None:
+        # Without its queue the controller answers nothing: a crash of the loop itself is fatal.
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            assert exc is not None
+            self._on_fatal("the event queue stopped", exc)
 
     async def close(self) -> None:
         """Refuse new events, run the ones already queued, and wait for their replies to be durable."""
