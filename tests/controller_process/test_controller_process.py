@@ -160,6 +160,32 @@ async def test_heartbeats_unfence_a_broker(
     assert stale.ErrorCode == Errors.STALE_BROKER_EPOCH
 
 
+async def test_session_expiry_fences_a_silent_broker_and_noops_keep_coming(
+    controller_node: Callable[..., ControllerNode], client_for: Any
+) -> None:
+    node = controller_node({"broker.session.timeout.ms": 1500, "metadata.max.idle.interval.ms": 200})
+    client = client_for(node)
+    talking = await register(client, node, 2, dirs(1))
+    silent = await register(client, node, 3, dirs(1))
+    assert not (await unfence(client, 2, talking.BrokerEpoch)).IsFenced
+    assert not (await unfence(client, 3, silent.BrokerEpoch)).IsFenced
+    live: list[int] = []
+    for _ in range(100):  # broker 3 stops heartbeating; broker 2 keeps going
+        await heartbeat(client, 2, talking.BrokerEpoch, 1 << 40)
+        live = [b.BrokerId for b in (await client.call("DescribeCluster", DescribeClusterRequest())).Brokers]
+        if live == [2]:
+            break
+        await asyncio.sleep(0.2)
+    assert live == [2]
+    fences = [
+        r["data"]
+        for r in node.records("BrokerRegistrationChangeRecord")
+        if r["data"]["BrokerId"] == 3 and r["data"]["Fenced"] == 1
+    ]
+    assert len(fences) == 1
+    assert len(node.records("NoOpRecord")) >= 2
+
+
 async def test_offline_dir_moves_exactly_its_partitions(
     controller_node: Callable[..., ControllerNode], client_for: Any
 ) -> None:
