@@ -11,6 +11,9 @@ fails. Typical use through the `processes` fixture pattern:
     format_storage(cfg, cluster_id=random_cluster_id())
     ctl = procs.start_controller(cfg)
     wait_for_healthz(ctl)
+
+For a whole cluster, `write_layout(root, {2: 3, 3: 1})` writes one controller and brokers 2 and 3
+(with 3 and 1 log dirs), and `format_layout(layout, cluster_id)` formats every node.
 """
 
 from __future__ import annotations
@@ -129,6 +132,84 @@ def write_broker_config(
     if rack is not None:
         props["broker.rack"] = rack
     return _write(path, props, extra)
+
+
+@dataclass(frozen=True)
+class NodeFiles:
+    """Where one node of a layout lives: its config file, listener port and directories."""
+
+    node_id: int
+    role: str  # "controller" or "broker"
+    config: Path
+    port: int
+    log_dirs: tuple[Path, ...]
+    metadata_dir: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{LOOPBACK}:{self.port}"
+
+
+@dataclass(frozen=True)
+class Layout:
+    controller: NodeFiles
+    brokers: dict[int, NodeFiles]
+
+    @property
+    def nodes(self) -> list[NodeFiles]:
+        return [self.controller, *(self.brokers[b] for b in sorted(self.brokers))]
+
+
+def write_layout(
+    root: Path,
+    brokers: Mapping[int, int],
+    *,
+    controller_id: int = 1,
+    controller_extra: Mapping[str, object] | None = None,
+    broker_extra: Mapping[str, object] | None = None,
+) -> Layout:
+    """Config files for one controller and `brokers` ({broker id: number of log dirs}) under `root`.
+
+    Broker b's log dirs are `root/broker-b/dir-0..n-1`; its metadata log goes in its first log dir
+    (Kafka's default). Nothing is formatted: call `format_layout`.
+    """
+    ports = free_ports(1 + len(brokers))
+    cdir = root / f"controller-{controller_id}"
+    controller = NodeFiles(
+        controller_id,
+        "controller",
+        write_controller_config(
+            cdir / "controller.properties",
+            node_id=controller_id,
+            port=ports[0],
+            metadata_dir=cdir / "metadata",
+            extra=controller_extra,
+        ),
+        ports[0],
+        (cdir / "metadata",),
+        cdir / "metadata",
+    )
+    voters = {controller_id: ports[0]}
+    out: dict[int, NodeFiles] = {}
+    for port, (broker_id, n_dirs) in zip(ports[1:], sorted(brokers.items()), strict=True):
+        bdir = root / f"broker-{broker_id}"
+        log_dirs = tuple(bdir / f"dir-{i}" for i in range(n_dirs))
+        config = write_broker_config(
+            bdir / "broker.properties",
+            node_id=broker_id,
+            port=port,
+            log_dirs=log_dirs,
+            voters=voters,
+            extra=broker_extra,
+        )
+        out[broker_id] = NodeFiles(broker_id, "broker", config, port, log_dirs, log_dirs[0])
+    return Layout(controller, out)
+
+
+def format_layout(layout: Layout, cluster_id: str, **kw: object) -> None:
+    """`kraftpy storage format` every node of `layout` with the same cluster id."""
+    for node in layout.nodes:
+        format_storage(node.config, cluster_id, **kw)  # type: ignore[arg-type]
 
 
 # ---- commands ------------------------------------------------------------------------------------------
