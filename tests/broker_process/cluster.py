@@ -102,7 +102,9 @@ class Cluster:
     brokers: dict[int, BrokerNode] = field(default_factory=dict)
 
     @classmethod
-    def create(cls, workdir: Path, procs: ProcessSet) -> Cluster:
+    def create(
+        cls, workdir: Path, procs: ProcessSet, controller_extra: Mapping[str, object] | None = None
+    ) -> Cluster:
         c = cls(workdir, procs)
         c.controller_port = free_ports(1)[0]
         c.controller_meta = workdir / "controller-meta"
@@ -111,7 +113,10 @@ class Cluster:
             node_id=1,
             port=c.controller_port,
             metadata_dir=c.controller_meta,
-            extra={"broker.session.timeout.ms": FAST["broker.session.timeout.ms"]},
+            extra={
+                "broker.session.timeout.ms": FAST["broker.session.timeout.ms"],
+                **(controller_extra or {}),
+            },
         )
         format_storage(c.controller_config, c.cluster_id)
         return c
