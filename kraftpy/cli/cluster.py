@@ -161,7 +161,10 @@ def _print_view(cluster: LocalCluster, topics: list[str] | None) -> None:
 
     from kraftpy.cluster.render import render
 
-    Console().print(render(cluster.view(), topics))
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(render(cluster.view(), topics))
 
 
 def _status(args: argparse.Namespace) -> int:

@@ -55,6 +55,8 @@ def _demo(args: argparse.Namespace) -> int:
     if args.rate <= 0:
         raise UserError("--rate must be positive")
     console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)  # CI logs: no wrapping at 80 columns
     options = DemoOptions(
         work_dir=_work_dir(args.work_dir),
         real_disks=args.real_disks,
@@ -78,6 +80,7 @@ def _demo(args: argparse.Namespace) -> int:
             f"failover of broker {f['broker']}'s dir {f['dir']}: noticed by the broker +{f['detected_ms']} ms, "
             f"committed by the controller +{f['reported_ms']} ms, leaders moved +{f['leaders_moved_ms']} ms",
             highlight=False,
+            soft_wrap=True,
         )
     if result.report:
         console.print(f"report: {Path(result.report).resolve()}", highlight=False)

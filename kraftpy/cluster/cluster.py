@@ -68,6 +68,7 @@ class LocalCluster:
     def __init__(self, work_dir: str | os.PathLike[str]) -> None:
         self.work_dir = Path(os.path.abspath(work_dir))
         self.store = StateFile(self.work_dir)
+        self._clients: list[Any] = []  # producer processes started here; `down` ends them
 
     # ================================================================== reading
 
@@ -479,7 +480,7 @@ class LocalCluster:
         """A continuous acks=all idempotent producer process (kraftpy.cluster.workload)."""
         from kraftpy.cluster.workload import ProducerProcess
 
-        return ProducerProcess(
+        producer = ProducerProcess(
             self._client_wrap(),
             bootstrap or self.bootstrap_servers(),
             topic,
@@ -487,6 +488,8 @@ class LocalCluster:
             rate=rate,
             value_size=value_size,
         )
+        self._clients.append(producer)
+        return producer
 
     def consume(self, topic: str, *, bootstrap: str | None = None, timeout: float = 120.0) -> list[Any]:
         """(partition, offset, seq) of every record in `topic`, read from the beginning."""
@@ -545,6 +548,11 @@ class LocalCluster:
         """Stop every process (brokers first: SIGTERM, then SIGKILL), destroy the disks, delete the
         namespaces and the route. Safe to repeat, and after a crash of anything."""
         actions: list[str] = []
+        for client in self._clients:
+            if client.alive:
+                client.kill()
+                actions.append(f"producer (pid {client.popen.pid}) killed")
+        self._clients.clear()
         if not self.store.exists():
             return actions
         with self.store.locked():

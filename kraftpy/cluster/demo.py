@@ -35,6 +35,7 @@ TOPIC = "orders"
 PARTITIONS = 6
 REPLICATION = 3
 DEFAULT_WORK_DIR = Path("work") / "demo"
+ANALYSIS_TIMEOUT_S = 900.0
 
 
 @dataclass
@@ -95,14 +96,14 @@ class Display:
             self.events.append(f"[bold]{line}[/bold]")
             self._live.update(self._render())
         else:
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, soft_wrap=True)
 
     def event(self, msg: str) -> None:
         line = f"{self._stamp()}    {msg}"
         if self._live is not None:
             self.events.append(line)
         else:
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, soft_wrap=True)
 
     def update(self, view: ClusterView | None = None, producer: str | None = None) -> None:
         if view is not None:
@@ -229,6 +230,12 @@ class Demo:
                 from kraftpy.cluster.workload import verify
 
                 verdict = verify(acks, rows)
+                if not verdict.ok:
+                    # Tell "never stored" from "stored, but the cluster said the topic ended earlier".
+                    time.sleep(3)
+                    again = verify(acks, self.cluster.consume(TOPIC, timeout=self.o.timeout_s))
+                    self.d.event(f"first read: {verdict.describe()}")
+                    self.d.event(f"second read 3 s later: {again.describe()}")
                 result.verdict = verdict.describe()
                 self.d.say(("OK: " if verdict.ok else "FAILED: ") + result.verdict)
                 result.ok = verdict.ok
@@ -340,21 +347,57 @@ class Demo:
             self.cluster = None
 
     def _analyse(self, work: Path) -> str | None:
-        from kraftpy.analytics import AnalysisError, run_analysis
+        """`kraftpy analyze` (run_analysis) in its own process: the JVM's chatter goes to a log file,
+        and a Spark that cannot start fails this step, not the demo's process."""
+        import json
+        import subprocess
+        import sys
 
         meta = work / "cluster" / "controller-3000" / "meta"
         out = work / "analysis"
-        self.d.say(f"Spark: analysing the controller's metadata log {meta}")
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        try:
-            summary = run_analysis(meta, out, full=True)
-        except AnalysisError as e:
-            self.d.say(f"analysis failed: {e}")
-            return None
-        for f in summary.dir_failures:
-            latency = f"{f.recovery_latency_ms} ms" if f.recovery_latency_ms is not None else "not recovered"
-            self.d.event(
-                f"Spark: dir failure on broker {f.broker_id}: {f.affected_partitions} partitions affected, "
-                f"{f.leaders_lost} leaders lost, every one led again after {latency}"
+        log_path = work / "analysis.log"
+        self.d.say(f"Spark: analysing the controller's metadata log {meta} (output in {log_path})")
+        env = dict(os.environ)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        argv = [sys.executable, "-m", "kraftpy.cli.main", "analyze", str(meta), "--out", str(out), "--full"]
+        with open(log_path, "wb") as f:
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, env=env
             )
-        return summary.report
+            try:
+                t0 = time.monotonic()
+                while proc.poll() is None:
+                    time.sleep(2)
+                    if time.monotonic() - t0 > ANALYSIS_TIMEOUT_S:
+                        proc.kill()
+                        proc.wait()
+                        self.d.say(
+                            f"analysis did not finish within {ANALYSIS_TIMEOUT_S:.0f} s; see {log_path}"
+                        )
+                        return None
+            except BaseException:
+                proc.kill()
+                proc.wait()
+                raise
+        if proc.returncode != 0:
+            tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
+            self.d.say(f"analysis failed (exit {proc.returncode}): {' / '.join(tail)}")
+            return None
+        try:
+            summary = json.loads((out / "summary.json").read_text())
+        except (OSError, ValueError) as e:
+            self.d.say(f"analysis wrote no readable summary.json: {e}")
+            return None
+        self.d.event(
+            f"Spark: {summary.get('records')} records of {len(summary.get('record_types') or {})} types, "
+            f"{summary.get('brokers')} brokers, {summary.get('partitions')} partitions"
+        )
+        for f in summary.get("dir_failures") or []:
+            latency = f.get("recovery_latency_ms")
+            when = f"{latency} ms" if latency is not None else "never (not recovered)"
+            self.d.event(
+                f"Spark: dir failure on broker {f.get('broker_id')}: {f.get('affected_partitions')} partitions "
+                f"affected, {f.get('leaders_lost')} leaders lost, every one led again after {when}"
+            )
+        report = summary.get("report")
+        return str(report) if report else None

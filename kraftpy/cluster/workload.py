@@ -105,7 +105,10 @@ async def produce(
                 raise RuntimeError(f"topic {topic} not found")
             start = time.monotonic()
             seq = 0
+            parent = os.getppid()
             while not stop.is_set():
+                if os.getppid() != parent:
+                    break  # whoever started us is gone: never outlive it
                 now = time.monotonic()
                 if duration_s is not None and now - start >= duration_s:
                     break
@@ -227,6 +230,8 @@ class Verdict:
     misplaced: list[int]  # acknowledged at one offset, read at another
     unreadable: int
     failed_deliveries: int
+    # partition -> (highest acknowledged offset, highest offset read): where the two part ways
+    ends: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -249,6 +254,12 @@ class Verdict:
             )
         if self.unreadable:
             parts.append(f"{self.unreadable} records without a sequence number")
+        short = {p: e for p, e in sorted(self.ends.items()) if e[1] < e[0]}
+        if short:
+            parts.append(
+                "read less than acknowledged in partitions "
+                + ", ".join(f"{p} (acked up to offset {a}, read up to {r})" for p, (a, r) in short.items())
+            )
         return "; ".join(parts)
 
 
@@ -258,7 +269,15 @@ def verify(acks: AckLog, consumed: Sequence[tuple[int, int, int | None]]) -> Ver
     missing = sorted(seq for seq in acks.acked if seq not in seen)
     duplicates = sorted(seq for seq, n in seen.items() if n > 1)
     misplaced = sorted(seq for seq, (p, o, _t) in acks.acked.items() if seq in where and where[seq] != (p, o))
+    ends: dict[int, tuple[int, int]] = {}
+    for p, o, _t in acks.acked.values():
+        a, r = ends.get(p, (-1, -1))
+        ends[p] = (max(a, o), r)
+    for p, o, _seq in consumed:
+        a, r = ends.get(p, (-1, -1))
+        ends[p] = (a, max(r, o))
     return Verdict(
+        ends=ends,
         acked=len(acks.acked),
         consumed=len(consumed),
         missing=missing,
@@ -352,6 +371,7 @@ class ProducerProcess:
             "--value-size",
             str(value_size),
         ]
+        self.argv = argv
         log_path = log_file or ack_file.with_suffix(".log")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(log_path, "ab") as out:

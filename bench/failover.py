@@ -1,0 +1,257 @@
+"""Failover of a leader's log dir, step by step: 3 brokers x 3 real-filesystem dirs, a 30-partition RF=3
+topic under continuous acks=all production, Kafka's default 2000 ms broker heartbeat.
+
+    .venv/bin/python bench/failover.py [--trials 20] [--rate 1000] [--work-dir DIR] [--fs ext4]
+
+Each trial fails (filesystem shutdown: EIO) the dir that holds the most partition leaders, measures,
+then stops that broker, heals the disk, starts it again and waits until every replica is back in
+sync. Per trial, from the moment of the fault:
+- detection:   the broker marks the dir offline (its "log dir failed" log line);
+- report:      the controller commits the change (timestamp of the batch holding the
+               BrokerRegistrationChangeRecord without that dir; its PartitionChangeRecords are in it);
+- propagation: every live broker's metadata image holds the new leaders (each broker's /healthz
+               metadata_offset reaches the last of those PartitionChangeRecords; polled every few ms);
+- stall:       the producer's longest gap, over the partitions that lost their leader, between the last
+               acknowledgement before the fault and the first one after it.
+Prints p50 and p99 of each (with 20 trials p99 is the worst trial). Needs root and loop devices.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kraftpy.cluster.cluster import LocalCluster
+from kraftpy.cluster.probe import fetch
+from kraftpy.cluster.spec import ClusterSpec
+from kraftpy.cluster.timeline import detection_ms, failover_timeline
+from kraftpy.cluster.view import ClusterView
+from kraftpy.cluster.workload import read_acks
+
+TOPIC = "bench-failover"
+PARTITIONS = 30
+METRICS = ("detection", "report", "propagation", "stall")
+
+
+class OffsetPoller:
+    """Samples each broker's /healthz metadata_offset every few ms from a thread per broker."""
+
+    def __init__(self, urls: dict[int, str], interval_s: float = 0.003) -> None:
+        self.urls = urls
+        self.interval = interval_s
+        self.samples: dict[int, list[tuple[int, int]]] = {b: [] for b in urls}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(b,), daemon=True) for b in urls]
+
+    def _run(self, broker: int) -> None:
+        url = f"{self.urls[broker]}/healthz"
+        while not self._stop.is_set():
+            r = fetch(url, timeout=0.5)
+            body = r.get("body")
+            if isinstance(body, dict) and isinstance(body.get("metadata_offset"), int):
+                self.samples[broker].append((int(time.time() * 1000), body["metadata_offset"]))
+            time.sleep(self.interval)
+
+    def __enter__(self) -> OffsetPoller:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(2)
+
+    def reached(self, broker: int, offset: int) -> int | None:
+        for t, o in self.samples[broker]:
+            if o >= offset:
+                return t
+        return None
+
+
+def pick_victim(view: ClusterView) -> tuple[int, int, str]:
+    """The (broker, dir index, label) holding the most partition leaders."""
+    counts: dict[str, int] = {}
+    for p in view.topic(TOPIC):
+        if p.leader >= 0:
+            label = p.directories[p.replicas.index(p.leader)]
+            counts[label] = counts.get(label, 0) + 1
+    label = max(sorted(counts), key=lambda k: counts[k])
+    broker, index = label[1:].split("/d")
+    return int(broker), int(index), label
+
+
+def producer_stall(ack_file: Path, partitions: set[int], fault_ms: int) -> int | None:
+    acks = read_acks(ack_file)
+    before: dict[int, int] = {}
+    after: dict[int, int] = {}
+    for p, _off, t in acks.acked.values():
+        if p not in partitions:
+            continue
+        if t <= fault_ms:
+            before[p] = max(before.get(p, 0), t)
+        else:
+            after[p] = min(after.get(p, 1 << 62), t)
+    gaps = [after[p] - before[p] for p in partitions if p in before and p in after]
+    return max(gaps) if gaps else None
+
+
+def in_sync(view: ClusterView) -> bool:
+    parts = view.topic(TOPIC)
+    return bool(parts) and all(
+        p.leader >= 0 and len(p.isr) == len(p.replicas) and not p.offline for p in parts
+    )
+
+
+def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None]:
+    view = cluster.wait_until(in_sync, 120, "every replica in sync before the trial")
+    victim, index, label = pick_victim(view)
+    affected = [(p.topic, p.partition) for p in view.topic(TOPIC) if label in p.directories]
+    leaders = {(p.topic, p.partition): p.leader for p in view.topic(TOPIC)}
+    lost = {p.partition for p in view.topic(TOPIC) if p.leader == victim and label in p.directories}
+    image = cluster.image()
+    topic_ids = {t.name: str(t.id) for t in image.topics.topics_by_name.values()}
+    urls = {b.node_id: b.url for b in cluster.brokers}
+    dplan = cluster.dir_plan(victim, index)
+    dir_id = cluster.state.directory_ids[dplan.path]
+
+    with OffsetPoller(urls) as poller:
+        time.sleep(0.3)
+        fault_ms = int(time.time() * 1000)
+        cluster.fail_dir(victim, index)
+        cluster.wait_until(
+            lambda v: all(p.leader not in (-1, victim) or label not in p.directories for p in v.topic(TOPIC)),
+            60,
+            "leaders off the failed dir",
+            interval=0.05,
+        )
+        tl = failover_timeline(
+            cluster.controller.metadata_dir,
+            fault_ms=fault_ms,
+            broker_id=victim,
+            directory_id=dir_id,
+            affected=affected,
+            leaders=leaders,
+            topic_ids=topic_ids,
+            from_offset=max(0, image.offset - 5),
+        )
+        target = tl.last_change_offset
+        deadline = time.monotonic() + 10
+        while target is not None and time.monotonic() < deadline:
+            if all(poller.reached(b, target) is not None for b in urls):
+                break
+            time.sleep(0.05)
+        time.sleep(1.5)  # let the producer's retries land
+    tl.detected_ms = detection_ms(cluster.broker(victim).log, dplan.path, fault_ms)
+    reached = [poller.reached(b, target) for b in urls] if target is not None else []
+    propagation = max(reached) - fault_ms if reached and all(r is not None for r in reached) else None  # type: ignore[operator]
+    result = {
+        "detection": tl.ms_after_fault(tl.detected_ms),
+        "report": tl.ms_after_fault(tl.reported_ms),
+        "propagation": propagation,
+        "stall": producer_stall(ack_file, lost, fault_ms),
+    }
+    print(
+        f"trial {n:2d}: broker {victim} dir {label} ({len(lost)} leaders, {len(affected)} replicas): "
+        + ", ".join(f"{k} {v if v is not None else '-'} ms" for k, v in result.items()),
+        flush=True,
+    )
+    cluster.stop_broker(victim, timeout=20)
+    cluster.heal_dir(victim, index, timeout=30)
+    cluster.start_broker(victim)
+    return result
+
+
+def percentile(values: list[int], q: float) -> float:
+    s = sorted(values)
+    if len(s) == 1:
+        return float(s[0])
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--trials", type=int, default=20)
+    ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (1000)")
+    ap.add_argument("--work-dir", type=Path, help="default: a temporary dir")
+    ap.add_argument("--fs", default="ext4", choices=("ext4", "xfs"))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("bench/failover.py needs root (loop-device filesystems)", file=sys.stderr)
+        return 2
+    from kraftpy.logging import configure_cli_logging
+
+    configure_cli_logging("ERROR")
+    work = args.work_dir or Path(tempfile.mkdtemp(prefix="kraftpy-bench-failover-"))
+    # Kafka's timing: heartbeat 2000 ms, session 9000 ms; probes at their 1000 ms default.
+    spec = ClusterSpec(
+        brokers=3, dirs=3, real_disks=True, fs=(args.fs,), broker_config={"min.insync.replicas": "2"}
+    )
+    print(
+        f"cluster in {work}: 3 brokers x 3 {args.fs} loop-device dirs, broker.heartbeat.interval.ms=2000",
+        flush=True,
+    )
+    cluster = LocalCluster.up(work / "cluster", spec, timeout=180)
+    results: list[dict[str, int | None]] = []
+    producer = None
+    try:
+        cluster.create_topic(TOPIC, PARTITIONS, 3, timeout=60)
+        producer = cluster.start_producer(TOPIC, work / "acks.txt", rate=args.rate, value_size=100)
+        while producer.tail.acked < 100:
+            producer.tail.poll()
+            time.sleep(0.1)
+        print(
+            f"{PARTITIONS}-partition RF=3 topic under {args.rate:.0f} msg/s acks=all, idempotent", flush=True
+        )
+        for n in range(1, args.trials + 1):
+            results.append(trial(cluster, work / "acks.txt", n))
+        acks = producer.stop()
+        print(f"producer: {len(acks.acked)} acknowledged, {len(acks.failed)} failed", flush=True)
+    finally:
+        if producer is not None:
+            producer.kill()
+        cluster.down()
+
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"dir failover, {len(results)} trials (ms after the fault)")
+    for col in ("step", "p50", "p99", "max", "trials measured"):
+        table.add_column(col, justify="right" if col != "step" else "left")
+    labels = {
+        "detection": "detection (broker marks dir offline)",
+        "report": "report (controller commits the change)",
+        "propagation": "propagation (every live broker has new leaders)",
+        "stall": "producer stall (last ack before -> first after)",
+    }
+    for m in METRICS:
+        vals = [int(r[m]) for r in results if r[m] is not None]
+        if vals:
+            table.add_row(
+                labels[m],
+                f"{percentile(vals, 0.5):.0f}",
+                f"{percentile(vals, 0.99):.0f}",
+                str(max(vals)),
+                str(len(vals)),
+            )
+        else:
+            table.add_row(labels[m], "-", "-", "-", "0")
+    Console(width=120).print(table)
+    if results:
+        means = {m: statistics.fmean([r[m] for r in results if r[m] is not None] or [0]) for m in METRICS}  # type: ignore[misc]
+        print("means: " + ", ".join(f"{m} {v:.0f} ms" for m, v in means.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
