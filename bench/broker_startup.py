@@ -18,7 +18,8 @@ process until this script sees it running), AssignReplicasToDirs requests and
 bytes sent (msgpack bodies), beside what one request per replica and one request listing every
 replica (KIP-589's design) would have cost, in msgpack and in Kafka's binary encoding.
 
-The log dirs live on tmpfs when run as root (one mount, removed at the end), so the figures measure
+The broker runs with `--control-plane-only` (no Produce/Fetch/replication) unless `--with-dataplane`
+is given: the figures are about registration, placement and fencing. The log dirs live on tmpfs when run as root (one mount, removed at the end), so the figures measure
 the protocol and the broker, not this machine's disk; `--disk` picks plain dirs instead.
 """
 
@@ -46,6 +47,7 @@ from protocol.transport import RpcClient, codec  # noqa: E402
 from protocol.uuid import Uuid  # noqa: E402
 from tests.support.processes import (  # noqa: E402
     ProcessSet,
+    broker_command,
     format_storage,
     free_ports,
     get_json,
@@ -111,8 +113,9 @@ def alternatives(replicas: int, topics: int, dir_ids: list[Uuid]) -> dict[str, A
 
 
 class Bench:
-    def __init__(self, root: Path, replicas: int) -> None:
+    def __init__(self, root: Path, replicas: int, *, dataplane: bool = False) -> None:
         self.root = root
+        self.dataplane = dataplane
         self.replicas = replicas
         self.topics = max(1, replicas // PARTITIONS_PER_TOPIC)
         self.per_topic = max(1, replicas // self.topics)
@@ -151,7 +154,8 @@ class Bench:
 
     def start_broker(self, name: str) -> tuple[dict[str, Any], float]:
         t0 = time.monotonic()
-        self.broker = self.procs.start_broker(self.broker_config, name=name)
+        argv = broker_command(self.broker_config) + ([] if self.dataplane else ["--control-plane-only"])
+        self.broker = self.procs.start(name, argv, base_url=f"http://127.0.0.1:{self.bport}")
         h = self.wait(lambda h: h.get("broker_state") == "RUNNING", "unfenced", timeout=3600)
         return h, time.monotonic() - t0
 
@@ -220,6 +224,11 @@ def main() -> int:
     p.add_argument("--disk", choices=["tmpfs", "plain"], default="tmpfs" if os.geteuid() == 0 else "plain")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--keep", action="store_true", help="keep the work dir")
+    p.add_argument(
+        "--with-dataplane",
+        action="store_true",
+        help="run the broker's data plane too (it opens every led partition's log: mind the open-file limit)",
+    )
     args = p.parse_args()
     replicas = max(DIRS, int(args.replicas * args.scale))
 
@@ -228,7 +237,7 @@ def main() -> int:
     if args.disk == "tmpfs":
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4g", "kraftpy-bench", str(root)], check=True)
         mounted = True
-    bench = Bench(root, replicas)
+    bench = Bench(root, replicas, dataplane=args.with_dataplane)
     results: dict[str, Any] = {"replicas": bench.topics * bench.per_topic, "dirs": DIRS, "disk": args.disk}
     try:
         bench.setup()

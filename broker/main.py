@@ -42,6 +42,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
     )
+    p.add_argument(
+        "--control-plane-only",
+        action="store_true",
+        help="do not start the data plane (Produce, Fetch, replication): registration, heartbeats, "
+        "replica placement and dir failure handling only",
+    )
     return p
 
 
@@ -78,7 +84,7 @@ def load_broker_config(path: str, overrides: dict[str, str]):  # -> KafkaConfig
     return cfg
 
 
-async def _serve(cfg, dirs) -> int:  # type: ignore[no-untyped-def]
+async def _serve(cfg, dirs, *, dataplane: bool = True) -> int:  # type: ignore[no-untyped-def]
     from broker.server import BrokerServer
     from broker.startup import StartupError
 
@@ -92,11 +98,11 @@ async def _serve(cfg, dirs) -> int:  # type: ignore[no-untyped-def]
     except StartupError:
         await server._stop()
         raise
-    dataplane = await _attach_dataplane(server)
+    plane = await _attach_dataplane(server) if dataplane else None
     await server.stopped.wait()
-    if dataplane is not None:
+    if plane is not None:
         try:  # before the server closes the logs
-            await asyncio.wait_for(dataplane.stop(), DATAPLANE_STOP_TIMEOUT_S)
+            await asyncio.wait_for(plane.stop(), DATAPLANE_STOP_TIMEOUT_S)
         except Exception as e:
             import structlog
 
@@ -123,6 +129,18 @@ async def _attach_dataplane(server):  # type: ignore[no-untyped-def]
         return None
 
 
+def _raise_open_file_limit() -> None:
+    """Use the hard limit on open files: every segment of every open partition log holds one."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or soft < hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+        except (ValueError, OSError):
+            pass
+
+
 def run(argv: Sequence[str] | None = None) -> int:
     from broker.startup import StartupError, load_broker_dirs
 
@@ -136,6 +154,7 @@ def run(argv: Sequence[str] | None = None) -> int:
     from kraftpy.logging import configure_process_logging
 
     configure_process_logging(role="broker", node_id=cfg.node_id, level=args.log_level.upper())
+    _raise_open_file_limit()
     try:
         dirs = load_broker_dirs(cfg)
     except StartupError as e:
@@ -149,7 +168,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         runner = asyncio.Runner()
     try:
         with runner:
-            return runner.run(_serve(cfg, dirs))
+            return runner.run(_serve(cfg, dirs, dataplane=not args.control_plane_only))
     except StartupError as e:
         print(f"kraftpy-broker: {e}", file=sys.stderr)
         return EXIT_FAILURE
