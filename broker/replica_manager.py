@@ -23,6 +23,7 @@ NOT_LEADER_OR_FOLLOWER for one the metadata places elsewhere, UNKNOWN_TOPIC_OR_P
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 from collections.abc import Callable, Iterable
 from enum import Enum
@@ -95,7 +96,9 @@ class HostedPartition:
                 assert path is not None
                 try:
                     self._log = await self.log_dir.run(
-                        PartitionLog.open, path, topic_id=self.tp.topic_id, config=self.log_config
+                        functools.partial(
+                            PartitionLog.open, path, topic_id=self.tp.topic_id, config=self.log_config
+                        )
                     )
                 except LogDirOfflineError:
                     raise self._offline_error() from None

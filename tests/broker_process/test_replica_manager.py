@@ -1,0 +1,151 @@
+"""The ReplicaManager shell on real directories (no sockets): plans carried out, lookups, dir failure."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from broker.core.assignments import AssignmentsManager
+from broker.core.hosted_replicas import HostedReplicas
+from broker.core.local_logs import classify
+from broker.partition_dirs import scan
+from broker.replica_manager import ReplicaManager
+from broker.storage import LogConfig
+from broker.storage.log_dir import LogDir
+from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from protocol.errors import Errors, KafkaError
+from protocol.uuid import UNASSIGNED, Uuid
+from tests.broker_core.helpers import BROKER, TOPIC_A, delta_of, image_of, partition, replicas_change, topic
+
+IDS = [Uuid.from_longs(1000 + i, 77) for i in range(3)]
+
+
+class Rig:
+    def __init__(self, root: Path, *, prepare: Callable[[list[Path]], None] | None = None) -> None:
+        self.paths = [root / f"d{i}" for i in range(3)]
+        for p in self.paths:
+            p.mkdir()
+        if prepare is not None:
+            prepare(self.paths)
+        self.failed: list[Uuid] = []
+        self.dirs = {d: LogDir(p, d, on_failure=self._failed) for d, p in zip(IDS, self.paths, strict=True)}
+        found = [f for ld in self.dirs.values() for f in scan(ld)]
+        self.hosted = HostedReplicas(
+            BROKER, {d: str(ld.path) for d, ld in self.dirs.items()}, inventory=classify(found)
+        )
+        self.assignments = AssignmentsManager(BROKER)
+        self.rm = ReplicaManager(
+            BROKER, self.dirs, self.hosted, self.assignments, LogConfig(), now_ms=lambda: 0
+        )
+
+    def _failed(self, ld: LogDir, exc: BaseException) -> None:
+        self.failed.append(ld.dir_id)
+        self.rm.fail_dir(ld.dir_id)
+
+    def close(self) -> None:
+        for ld in self.dirs.values():
+            ld.close()
+
+
+@pytest.fixture
+async def rig(tmp_path: Path):  # type: ignore[no-untyped-def]
+    r = Rig(tmp_path)
+    r.rm.start()
+    yield r
+    await r.rm.stop()
+    r.close()
+
+
+def six() -> object:
+    return image_of(topic("a", TOPIC_A), *[partition(TOPIC_A, p, [BROKER], [UNASSIGNED]) for p in range(6)])
+
+
+async def test_new_replicas_are_created_spread_and_queued_for_assignment(rig: Rig) -> None:
+    rig.rm.publish(six())  # type: ignore[arg-type]
+    await rig.rm.wait_settled()
+    created = {p.name: i for i, path in enumerate(rig.paths) for p in path.iterdir()}
+    assert sorted(created) == [f"a-{p}" for p in range(6)]
+    assert sorted(list(created.values()).count(i) for i in range(3)) == [2, 2, 2]
+    for name, i in created.items():
+        assert read_partition_metadata(rig.paths[i] / name) == TOPIC_A
+    queued = {a.partition: a.directory_id for a in rig.assignments.ready.values()}
+    assert queued == {int(name.split("-")[1]): IDS[i] for name, i in created.items()}
+
+
+async def test_lookups_answer_with_kafka_error_codes(rig: Rig) -> None:
+    image = image_of(
+        topic("a", TOPIC_A),
+        partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]),
+        partition(TOPIC_A, 1, [9], [UNASSIGNED]),
+    )
+    rig.rm.publish(image)  # type: ignore[arg-type]
+    await rig.rm.wait_settled()
+    hp = rig.rm.get_partition_or_error("a", 0)
+    log = await hp.log()
+    assert log.log_end_offset == 0
+    for topic_name, p, code in (
+        ("a", 1, Errors.NOT_LEADER_OR_FOLLOWER),
+        ("a", 7, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+        ("nope", 0, Errors.UNKNOWN_TOPIC_OR_PARTITION),
+    ):
+        with pytest.raises(KafkaError) as e:
+            rig.rm.get_partition_or_error(topic_name, p)
+        assert e.value.code == code
+
+
+async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: Rig) -> None:
+    rig.rm.publish(six())  # type: ignore[arg-type]
+    await rig.rm.wait_settled()
+    logs = {p: await rig.rm.get_partition_or_error("a", p).log() for p in range(6)}
+    victim = rig.rm.get_partition_or_error("a", 0).log_dir
+    assert victim is not None
+    victim.fail(OSError(errno.EIO, "Input/output error"))
+    assert rig.failed == [victim.dir_id]
+    lost = [p for p in range(6) if rig.hosted.get(TOPIC_A, p).location is None]  # type: ignore[union-attr]
+    assert len(lost) == 2 and rig.hosted.offline_count() == 2
+    for p in lost:
+        with pytest.raises(KafkaError) as e:
+            rig.rm.get_partition_or_error("a", p)
+        assert e.value.code == Errors.KAFKA_STORAGE_ERROR
+        with pytest.raises(KafkaError) as e:
+            await rig.rm.get_partition(TOPIC_A, p).log()  # type: ignore[union-attr]
+        assert e.value.code == Errors.KAFKA_STORAGE_ERROR
+    for _ in range(200):
+        if all(logs[p]._closed for p in lost):
+            break
+        await asyncio.sleep(0.01)
+    assert all(logs[p]._closed for p in lost), "files of the failed dir are closed"
+    assert not any(logs[p]._closed for p in range(6) if p not in lost)
+
+
+async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Path) -> None:
+    def prepare(paths: list[Path]) -> None:
+        (paths[0] / "a-0").mkdir()  # no partition.metadata (field bug 20)
+        (paths[1] / "old-3").mkdir()  # a topic the metadata does not know
+        write_partition_metadata(paths[1] / "old-3", Uuid.from_longs(5, 5))
+
+    rig = Rig(tmp_path, prepare=prepare)
+    rig.rm.start()
+    try:
+        image = image_of(topic("a", TOPIC_A), partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]))
+        rig.rm.publish(image)  # type: ignore[arg-type]
+        await rig.rm.wait_settled()
+        names = {i: sorted(p.name for p in path.iterdir()) for i, path in enumerate(rig.paths)}
+        assert any(n.startswith("a-0.") and n.endswith("-stray") for n in names[0]), names
+        assert any(n.startswith("old-3.") and n.endswith("-stray") for n in names[1]), names
+        where = rig.hosted.get(TOPIC_A, 0).location  # type: ignore[union-attr]
+        assert where is not None and read_partition_metadata(rig.dirs[where].path / "a-0") == TOPIC_A
+        # The replica moves to other brokers: its log is deleted.
+        delta = delta_of(image, replicas_change(TOPIC_A, 0, [7, 8], [UNASSIGNED, UNASSIGNED]))
+        changes = delta.local_changes(BROKER)
+        rig.rm.publish(delta.apply(), [], changes.deletes)
+        await rig.rm.wait_settled()
+        assert not (rig.dirs[where].path / "a-0").exists()
+        assert rig.rm.get_partition(TOPIC_A, 0) is None
+    finally:
+        await rig.rm.stop()
+        rig.close()
