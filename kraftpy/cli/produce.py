@@ -50,8 +50,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 async def _produce(args: argparse.Namespace) -> int:
     import asyncio
+    import contextlib
 
     from kraftpy.client import Producer
+    from kraftpy.client.producer import RecordFuture
     from protocol.errors import KafkaError
 
     props = properties(args.property, "--property")
@@ -65,12 +67,10 @@ async def _produce(args: argparse.Namespace) -> int:
         if overrides["acks"] != -1:
             overrides.setdefault("enable_idempotence", False)
     failures = 0
-    pending: list[asyncio.Future] = []  # type: ignore[type-arg]
+    pending: list[RecordFuture] = []
 
-    def report(fut: asyncio.Future) -> None:  # type: ignore[type-arg]
+    def report(fut: RecordFuture) -> None:
         nonlocal failures
-        if fut.cancelled():
-            return
         exc = fut.exception()
         if exc is not None:
             failures += 1
@@ -100,7 +100,7 @@ async def _produce(args: argparse.Namespace) -> int:
                 fut.add_done_callback(report)
                 pending.append(fut)
                 if args.sync:
-                    await asyncio.gather(fut, return_exceptions=True)
+                    with contextlib.suppress(KafkaError):
+                        await fut
         await producer.flush()
-    await asyncio.gather(*pending, return_exceptions=True)
     return 1 if failures else 0

@@ -9,6 +9,7 @@ CLI can draw a progress line and a benchmark can just collect the result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import time
@@ -16,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kraftpy.client.consumer import Consumer
-from kraftpy.client.producer import Producer, RecordMetadata
+from kraftpy.client.producer import Producer, RecordFuture
 
 
 @dataclass
@@ -80,16 +81,17 @@ async def produce_perf(
 ) -> ProduceStats:
     payloads = [os.urandom(record_size) for _ in range(min(num_records, 64))] or [b""]
     stats = ProduceStats(num_records, record_size)
-    pending: set[asyncio.Future[RecordMetadata]] = set()
+    pending: set[RecordFuture] = set()
     next_report = time.monotonic() + progress_interval_s
 
-    def done(sent_at: float) -> Callable[[asyncio.Future[RecordMetadata]], None]:
-        def callback(fut: asyncio.Future[RecordMetadata]) -> None:
+    def done(sent_at: float) -> Callable[[RecordFuture], None]:
+        def callback(fut: RecordFuture) -> None:
             pending.discard(fut)
-            if fut.cancelled() or fut.exception() is not None:
+            error = fut.exception()
+            if error is not None:
                 stats.failed += 1
-                if stats.first_error is None and not fut.cancelled():
-                    stats.first_error = str(fut.exception())
+                if stats.first_error is None:
+                    stats.first_error = str(error)
                 return
             stats.acked += 1
             stats.latencies_ms.append((time.monotonic() - sent_at) * 1000)
@@ -118,8 +120,9 @@ async def produce_perf(
         if on_progress is not None:
             on_progress(stats)
     await flush
-    if pending:
-        await asyncio.gather(*pending, return_exceptions=True)
+    for fut in list(pending):
+        with contextlib.suppress(Exception):
+            await fut
     stats.finished = time.monotonic()
     return stats
 

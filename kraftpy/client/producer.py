@@ -5,6 +5,10 @@ metadata, and a delivery report (offset) for every record.
         fut = await p.send("orders", b"value", key=b"k")
         meta = await fut            # RecordMetadata(topic, partition, offset, timestamp_ms)
 
+`send` returns a RecordFuture: awaitable, with done(), result(), exception() and
+add_done_callback() like an asyncio future, but sharing one completion per batch, so a batch of
+thousands of records is acknowledged without thousands of loop callbacks.
+
 How it keeps "exactly once per partition" across leader changes and disk failures:
 - one batch in flight per partition, so batches reach the log in the order they were made;
 - with idempotence, the producer gets an id from a broker (InitProducerId) and gives each batch
@@ -23,15 +27,16 @@ import contextlib
 import itertools
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 
 from kraftpy.client.cluster import ClusterMetadata, ConnectionPool
 from kraftpy.client.errors import RETRIABLE, ClientError, DeliveryError, as_error
 from kraftpy.client.partitioner import partition_for_key
-from kraftpy.client.records import Headers, ProducerRecord, build_batch
+from kraftpy.client.records import Headers, ProducerRecord, build_batch, record_size
 from protocol.errors import Errors, KafkaError
 from protocol.record_batch import NO_PRODUCER_EPOCH, NO_PRODUCER_ID, NO_SEQUENCE
 from protocol.rpc.init_producer_id import InitProducerIdRequest
@@ -77,7 +82,7 @@ class _Batch:
     partition: int
     created: float
     records: list[ProducerRecord] = field(default_factory=list)
-    futures: list[asyncio.Future[RecordMetadata]] = field(default_factory=list)
+    result: BatchResult = field(default_factory=lambda: BatchResult())
     size: int = 0
     encoded: bytes | None = None
     base_sequence: int = NO_SEQUENCE
@@ -165,42 +170,68 @@ class Producer:
         partition: int | None = None,
         headers: Headers | None = None,
         timestamp_ms: int | None = None,
-    ) -> asyncio.Future[RecordMetadata]:
+    ) -> RecordFuture:
         """Queue a record; returns the future of its delivery report. Waits only for buffer space."""
         if self._closing:
             raise ClientError(Errors.INVALID_REQUEST, "the producer is closed")
         if not self._started:
             await self.start()
-        rec = ProducerRecord(
-            key, value, timestamp_ms if timestamp_ms is not None else _now_ms(), headers or []
-        )
-        if rec.size + 61 > self.config.max_request_size:
+        size = record_size(key, value, headers)
+        if size + 61 > self.config.max_request_size:
             raise ClientError(
                 Errors.MESSAGE_TOO_LARGE,
-                f"record of {rec.size} bytes exceeds max_request_size {self.config.max_request_size}",
+                f"record of {size} bytes exceeds max_request_size {self.config.max_request_size}",
             )
-        p = await self._choose_partition(topic, key, partition)
-        await self._reserve(rec.size)
+        rec = ProducerRecord(key, value, _now_ms() if timestamp_ms is None else timestamp_ms, headers or [])
+        count = self.metadata.partition_count(topic)
+        if (
+            count is None
+            or (partition is None and key is None and topic not in self._sticky)
+            or partition is not None
+        ):
+            p = await self._choose_partition(topic, key, partition)
+        elif key is not None:
+            p = partition_for_key(key, count)
+        else:
+            p = self._sticky[topic]
+        if self._buffered + size <= self.config.buffer_memory:
+            self._buffered += size
+        else:
+            await self._reserve(size)
+        sticky = key is None and partition is None
+        limit = self.config.batch_size
         tp = (topic, p)
         queue = self._queues.setdefault(tp, deque())
         batch = queue[-1] if queue and not queue[-1].sealed else None
-        if batch is not None and batch.records and batch.size + rec.size > self.config.batch_size:
+        if batch is not None and batch.records and batch.size + size > limit:
             batch.sealed = True
             batch = None
-            if key is None and partition is None:
-                # Sticky partitioning: a full batch moves keyless records to the next partition.
+            if sticky:
+                # Sticky partitioning: keyless records fill one partition's batch, then move on.
                 self._sticky.pop(topic, None)
+                p = await self._choose_partition(topic, None, None)
+                tp = (topic, p)
+                queue = self._queues.setdefault(tp, deque())
+                batch = queue[-1] if queue and not queue[-1].sealed else None
+                if batch is not None and batch.records and batch.size + size > limit:
+                    batch.sealed = True
+                    batch = None
+        created = batch is None
         if batch is None:
             batch = _Batch(topic, p, time.monotonic())
             queue.append(batch)
-        fut: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        fut = RecordFuture(batch, len(batch.records))
         batch.records.append(rec)
-        batch.futures.append(fut)
-        batch.size += rec.size
-        if batch.size >= self.config.batch_size:
+        batch.size += size
+        if batch.size >= limit:
             batch.sealed = True
-        self._ensure_worker(tp)
-        if batch.sealed or len(queue) > 1:
+            if sticky:
+                self._sticky.pop(topic, None)
+        worker = self._workers.get(tp)
+        if worker is None or worker.done():
+            self._ensure_worker(tp)
+        if created or batch.sealed:
+            # A new batch starts the worker's linger clock; a full one goes at once.
             self._wakeups[tp].set()
         return fut
 
@@ -212,7 +243,7 @@ class Producer:
 
     async def flush(self) -> None:
         """Send everything queued now and wait for every delivery report."""
-        pending = [f for q in self._queues.values() for b in q for f in b.futures]
+        pending = [b.result.waiter() for q in self._queues.values() for b in q]
         self._flushing += 1
         try:
             for ev in self._wakeups.values():
@@ -394,22 +425,96 @@ class Producer:
             await self.metadata.refresh(sorted({topic, *self.metadata.topics}))
 
     def _complete(self, batch: _Batch, base_offset: int) -> None:
-        for i, (rec, fut) in enumerate(zip(batch.records, batch.futures, strict=True)):
-            meta = RecordMetadata(
-                batch.topic, batch.partition, base_offset + i if base_offset >= 0 else -1, rec.timestamp_ms
-            )
-            if not fut.done():
-                fut.set_result(meta)
-            if self.on_delivery is not None:
-                self.on_delivery(meta, None)
+        batch.result.finish(base_offset, None)
+        if self.on_delivery is not None:
+            for i in range(len(batch.records)):
+                self.on_delivery(RecordFuture(batch, i).result(), None)
 
     def _fail(self, batch: _Batch, error: KafkaError) -> None:
         self.stats["errors"] += 1
-        for fut in batch.futures:
-            if not fut.done():
-                fut.set_exception(error)
-            if self.on_delivery is not None:
+        batch.result.finish(-1, error)
+        if self.on_delivery is not None:
+            for _ in batch.records:
                 self.on_delivery(None, error)
+
+
+class BatchResult:
+    """How one batch ended: its base offset or its error, shared by the futures of its records."""
+
+    __slots__ = ("_waiter", "base_offset", "callbacks", "done", "error")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.base_offset = -1
+        self.error: KafkaError | None = None
+        self.callbacks: list[tuple[Callable[[RecordFuture], object], RecordFuture]] = []
+        self._waiter: asyncio.Future[None] | None = None
+
+    def waiter(self) -> asyncio.Future[None]:
+        if self._waiter is None:
+            self._waiter = asyncio.get_running_loop().create_future()
+            if self.done:
+                self._waiter.set_result(None)
+        return self._waiter
+
+    def finish(self, base_offset: int, error: KafkaError | None) -> None:
+        self.done = True
+        self.base_offset = base_offset
+        self.error = error
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+        callbacks, self.callbacks = self.callbacks, []
+        for fn, fut in callbacks:
+            try:
+                fn(fut)
+            except Exception:
+                log.exception("delivery callback failed")
+
+
+class RecordFuture:
+    """The delivery report of one record: awaitable; done(), result(), exception(), add_done_callback()."""
+
+    __slots__ = ("_batch", "_index")
+
+    def __init__(self, batch: _Batch, index: int) -> None:
+        self._batch = batch
+        self._index = index
+
+    def done(self) -> bool:
+        return self._batch.result.done
+
+    def cancelled(self) -> bool:
+        return False
+
+    def exception(self) -> KafkaError | None:
+        r = self._batch.result
+        if not r.done:
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        return r.error
+
+    def result(self) -> RecordMetadata:
+        b = self._batch
+        r = b.result
+        if not r.done:
+            raise asyncio.InvalidStateError("the record is not acknowledged yet")
+        if r.error is not None:
+            raise r.error
+        offset = r.base_offset + self._index if r.base_offset >= 0 else -1
+        return RecordMetadata(b.topic, b.partition, offset, b.records[self._index].timestamp_ms)
+
+    def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
+        """`fn(self)` once the batch is answered (at once, from the loop, if it already is)."""
+        r = self._batch.result
+        if r.done:
+            asyncio.get_running_loop().call_soon(fn, self)
+        else:
+            r.callbacks.append((fn, self))
+
+    def __await__(self) -> Generator[Any, None, RecordMetadata]:
+        r = self._batch.result
+        if not r.done:
+            yield from r.waiter().__await__()
+        return self.result()
 
 
 def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int, str | None]:
@@ -436,4 +541,4 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-__all__ = ["Producer", "ProducerConfig", "RecordMetadata"]
+__all__ = ["Producer", "ProducerConfig", "RecordFuture", "RecordMetadata"]

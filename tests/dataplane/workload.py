@@ -10,12 +10,14 @@ there twice, and that each partition holds its records in the order they were se
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kraftpy.client import ConsumerRecord, Producer, RecordMetadata, consume_all
+from kraftpy.client.producer import RecordFuture
 
 
 @dataclass
@@ -52,18 +54,20 @@ async def produce_with_fault(
     }
     cfg.update(producer_config or {})
     async with Producer(bootstrap, **cfg) as producer:  # type: ignore[arg-type]
-        futures: list[asyncio.Future[RecordMetadata]] = []
+        futures: list[RecordFuture] = []
         for i in range(count):
             futures.append(await producer.send(topic, b"%08d" % i + pad))
             if fault is not None and fault_task is None and len(futures) >= fault_after:
                 # Wait until that many are acknowledged, so the fault hits a stream in motion.
-                await asyncio.gather(*futures[:fault_after], return_exceptions=True)
+                for fut in futures[:fault_after]:
+                    with contextlib.suppress(Exception):
+                        await fut
                 out.fault_at = i
                 fault_task = asyncio.create_task(asyncio.to_thread(fault))
             if i % 512 == 0:
                 await asyncio.sleep(0)
         await producer.flush()
-        results = await asyncio.gather(*futures, return_exceptions=True)
+        results: list[RecordMetadata | BaseException] = [f.exception() or f.result() for f in futures]
         if fault_task is not None:
             await fault_task
         out.retries = producer.stats["retries"]
