@@ -37,6 +37,23 @@ from kraftpy.cluster.view import ClusterView
 from kraftpy.cluster.workload import read_acks
 
 TOPIC = "bench-failover"
+FAULT_TIMES: list[int] = []
+
+
+def _time_the_ioctl() -> None:
+    """Record the moment the shutdown ioctl is called (the disk "dies" during that call, which takes a
+    few ms), rather than the start of `fail_dir`, which also reads and writes the disk tool's state."""
+    from kraftpy.disk import faults
+
+    original = faults.shutdown_filesystem
+
+    def timed(*args: object, **kwargs: object) -> None:
+        FAULT_TIMES.append(int(time.time() * 1000))
+        original(*args, **kwargs)  # type: ignore[arg-type]
+
+    faults.shutdown_filesystem = timed  # type: ignore[assignment]
+
+
 PARTITIONS = 30
 METRICS = ("detection", "report", "propagation", "stall")
 
@@ -125,8 +142,9 @@ def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None
 
     with OffsetPoller(urls) as poller:
         time.sleep(0.3)
-        fault_ms = int(time.time() * 1000)
+        FAULT_TIMES.clear()
         cluster.fail_dir(victim, index)
+        fault_ms = FAULT_TIMES[-1]
         cluster.wait_until(
             lambda v: all(p.leader not in (-1, victim) or label not in p.directories for p in v.topic(TOPIC)),
             60,
@@ -192,6 +210,7 @@ def main() -> int:
     from kraftpy.logging import configure_cli_logging
 
     configure_cli_logging("ERROR")
+    _time_the_ioctl()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="kraftpy-bench-failover-"))
     # Kafka's timing: heartbeat 2000 ms, session 9000 ms; probes at their 1000 ms default.
     spec = ClusterSpec(

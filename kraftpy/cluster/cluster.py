@@ -111,8 +111,8 @@ class LocalCluster:
         st = self.state
         return ClusterDisks(st.disk_state_dir) if st.disk_state_dir else None
 
-    def process_state(self, name: str) -> tuple[int | None, str]:
-        st = self.state
+    def process_state(self, name: str, state: ClusterState | None = None) -> tuple[int | None, str]:
+        st = state or self.state
         rec = st.processes.get(name)
         if rec is None:
             return None, "not started"
@@ -140,7 +140,7 @@ class LocalCluster:
 
     def view(self, *, probe: bool = True, usage: bool = True) -> ClusterView:
         st = self.state
-        processes = {n.name: self.process_state(n.name) for n in st.nodes}
+        processes = {n.name: self.process_state(n.name, st) for n in st.nodes}
         running = [n for n, (_pid, s) in processes.items() if s == "running"]
         health = self.health(running) if probe and running else {}
         notes: list[str] = []
