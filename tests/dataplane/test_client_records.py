@@ -1,0 +1,159 @@
+"""Client-side pieces without a cluster: key partitioning, batch bytes, reading fetched batches,
+per-record futures, and the CLI's parsing of Kafka-style flags."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kraftpy.cli.errors import UserError
+from kraftpy.cli.topics import parse_assignment
+from kraftpy.client.cli_support import producer_overrides
+from kraftpy.client.errors import ClientError
+from kraftpy.client.partitioner import murmur2, partition_for_key
+from kraftpy.client.producer import BatchResult, RecordFuture, _Batch, increment_sequence
+from kraftpy.client.records import ProducerRecord, build_batch, next_offset_after, read_records
+from protocol.errors import Errors
+from protocol.record_batch import Record, RecordBatch, build_control_batch, decode_batch, encode_batch
+
+
+def test_murmur2_matches_kafka() -> None:
+    # Kafka's UtilsTest.testMurmur2 vectors.
+    cases = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
+    for key, expected in cases.items():
+        assert murmur2(key) == expected
+    assert partition_for_key(b"foobar", 3) == (-790332482 & 0x7FFFFFFF) % 3
+
+
+records_strategy = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=40)),
+        st.one_of(st.none(), st.binary(max_size=20000)),
+        st.integers(min_value=0, max_value=10**9),
+        st.lists(st.tuples(st.text(max_size=8), st.one_of(st.none(), st.binary(max_size=8))), max_size=2),
+    ),
+    min_size=1,
+    max_size=20,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    records_strategy,
+    st.integers(min_value=-1, max_value=2**40),
+    st.integers(min_value=-1, max_value=2**31 - 1),
+)
+def test_batches_are_the_codec_bytes(raw: list, producer_id: int, sequence: int) -> None:  # type: ignore[type-arg]
+    base = 1_700_000_000_000
+    recs = [ProducerRecord(k, v, base + dt, h) for k, v, dt, h in raw]
+    data = build_batch(recs, producer_id=producer_id, producer_epoch=0, base_sequence=sequence)
+    expected = encode_batch(
+        RecordBatch(
+            last_offset_delta=len(recs) - 1,
+            base_timestamp=recs[0].timestamp_ms,
+            max_timestamp=max(r.timestamp_ms for r in recs),
+            producer_id=producer_id,
+            producer_epoch=0,
+            base_sequence=sequence,
+            records=[
+                Record(
+                    timestamp_delta=r.timestamp_ms - recs[0].timestamp_ms,
+                    offset_delta=i,
+                    key=r.key,
+                    value=r.value,
+                    headers=r.headers,
+                )
+                for i, r in enumerate(recs)
+            ],
+        )
+    )
+    assert data == expected
+    decoded = decode_batch(data)  # CRC checked
+    assert [r.value for r in decoded.records] == [r.value for r in recs]
+
+
+def _at(data: bytes, base_offset: int) -> bytes:
+    batch = decode_batch(data)
+    batch.base_offset = base_offset
+    return encode_batch(batch)
+
+
+def test_reading_skips_below_the_position_and_control_batches() -> None:
+    first = _at(build_batch([ProducerRecord(b"k", b"%d" % i, 10 + i) for i in range(3)]), 10)
+    control = build_control_batch(13, 0, 0, [_leader_change()])
+    second = _at(build_batch([ProducerRecord(None, b"x", 20)]), 14)
+    data = first + control + second
+    got = list(read_records("t", 0, data, 11))
+    assert [(r.offset, r.value) for r in got] == [(11, b"1"), (12, b"2"), (14, b"x")]
+    assert got[0].key == b"k" and got[0].timestamp_ms == 11
+    assert next_offset_after(data, 11) == 15
+    assert next_offset_after(b"", 7) == 7
+
+
+def _leader_change():  # type: ignore[no-untyped-def]
+    from protocol.control_records import LeaderChangeMessage
+
+    return LeaderChangeMessage(LeaderId=1)
+
+
+def test_sequences_wrap_like_the_broker() -> None:
+    assert increment_sequence(5, 3) == 8
+    assert increment_sequence(2**31 - 2, 3) == 1
+
+
+async def test_record_futures_share_one_batch_answer() -> None:
+    batch = _Batch("t", 2, time.monotonic())
+    batch.records = [ProducerRecord(None, b"a", 1), ProducerRecord(None, b"b", 2)]
+    first, second = RecordFuture(batch, 0), RecordFuture(batch, 1)
+    seen: list[int] = []
+    second.add_done_callback(lambda f: seen.append(f.result().offset))
+    assert not first.done()
+    with pytest.raises(asyncio.InvalidStateError):
+        first.result()
+    waiter = asyncio.ensure_future(_await(first))
+    await asyncio.sleep(0)
+    batch.result.finish(40, None)
+    assert (await waiter).offset == 40
+    assert seen == [41]
+    assert second.result().timestamp_ms == 2 and second.exception() is None
+
+    failed = _Batch("t", 0, time.monotonic(), records=[ProducerRecord(None, b"c", 3)], result=BatchResult())
+    failed.result.finish(-1, ClientError(Errors.REQUEST_TIMED_OUT, "gave up"))
+    f = RecordFuture(failed, 0)
+    assert f.exception() is not None and f.exception().code is Errors.REQUEST_TIMED_OUT  # type: ignore[union-attr]
+    with pytest.raises(ClientError):
+        await f
+
+
+async def _await(f: RecordFuture):  # type: ignore[no-untyped-def]
+    return await f
+
+
+def test_producer_properties_use_kafka_names() -> None:
+    assert producer_overrides({"acks": "all", "linger.ms": "7", "batch.size": "1024"}) == {
+        "acks": -1,
+        "linger_ms": 7,
+        "batch_size": 1024,
+    }
+    assert producer_overrides({"acks": "1"}) == {"acks": 1, "enable_idempotence": False}
+    for bad in ({"acks": "2"}, {"linger.ms": "soon"}, {"compression.type": "zstd"}):
+        with pytest.raises(UserError):
+            producer_overrides(bad)
+
+
+def test_replica_assignment_flag() -> None:
+    assert parse_assignment("1:2:3,2:3:1") == {0: [1, 2, 3], 1: [2, 3, 1]}
+    for bad in ("1:1", "1:2,3", "a:b", "1:2,"):
+        with pytest.raises(UserError):
+            parse_assignment(bad)

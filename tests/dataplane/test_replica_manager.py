@@ -1,0 +1,362 @@
+"""The data plane's request handling in one process, on real partition logs and log dirs: produce
+with acks 0/1/all, idempotent retries, min.insync.replicas, followers moving the high watermark,
+leader-epoch checks and divergence, consumer reads below the HW, ListOffsets, DescribeLogDirs,
+Metadata, and a failed dir answering KAFKA_STORAGE_ERROR.
+
+The host is a small stand-in for the broker shell: the metadata image is built from records, and
+the controller only hands out producer ids (ISR changes are refused, so the ISR stays as the
+metadata says).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from broker.dataplane import DataPlane
+from broker.dataplane.host import ConfiguredLogDir, LocalLog
+from broker.storage import LogDir, PartitionLog
+from kraftpy.client.records import ProducerRecord, build_batch, read_records
+from kraftpy.config import KafkaConfig
+from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
+from protocol import metadata_records as mr
+from protocol.errors import Errors, KafkaError
+from protocol.rpc.allocate_producer_ids import AllocateProducerIdsResponse
+from protocol.rpc.alter_partition import AlterPartitionResponse
+from protocol.rpc.broker_fetch import FetchRequest, FetchResponse, ReplicaStateData
+from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest
+from protocol.rpc.init_producer_id import InitProducerIdRequest
+from protocol.rpc.list_offsets import ListOffsetsRequest
+from protocol.rpc.metadata import MetadataRequest
+from protocol.rpc.produce import ProduceRequest, ProduceResponse
+from protocol.uuid import Uuid
+
+TOPIC_ID = Uuid.random()
+DIR_A, DIR_B = Uuid.random(), Uuid.random()
+FOLLOWER_DIRS = {2: Uuid.random(), 3: Uuid.random()}
+
+
+class Controller:
+    """Answers what a leader asks the controller here: producer id blocks; ISR changes refused."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+        self.next_id = 1000
+
+    async def call(self, api: str, req: Any, version: int | None = None, **_: Any) -> Any:
+        self.calls.append(api)
+        if api == "AllocateProducerIds":
+            start, self.next_id = self.next_id, self.next_id + 10
+            return AllocateProducerIdsResponse(ProducerIdStart=start, ProducerIdLen=10)
+        if api == "AlterPartition":
+            return AlterPartitionResponse(ErrorCode=int(Errors.NOT_CONTROLLER))
+        raise KafkaError(Errors.INVALID_REQUEST, api)
+
+    async def close(self) -> None:
+        pass
+
+
+class Host:
+    node_id = 1
+    cluster_id = "test-cluster"
+    broker_epoch = 10
+
+    def __init__(self, root: Path, image: MetadataImage) -> None:
+        self.config = KafkaConfig.from_properties(
+            {
+                "process.roles": "broker",
+                "node.id": "1",
+                "controller.quorum.voters": "100@127.0.0.1:1",
+                "controller.listener.names": "CONTROLLER",
+                "listeners": "PLAINTEXT://127.0.0.1:9092",
+                "min.insync.replicas": "2",
+            }
+        )
+        self.image = image
+        self.controller = Controller()
+        self.dirs = {d: LogDir(root / name, d) for d, name in ((DIR_A, "a"), (DIR_B, "b"))}
+        for ld in self.dirs.values():
+            ld.path.mkdir()
+        self.logs: dict[int, LocalLog] = {}
+
+    async def local_log(self, tp: TopicIdPartition) -> LocalLog | None:
+        if tp.partition not in self.logs:
+            ld = self.dirs[DIR_A if tp.partition == 0 else DIR_B]
+            if not ld.online:
+                raise KafkaError(Errors.KAFKA_STORAGE_ERROR, "offline")
+            log = await ld.run(PartitionLog.open, ld.path / f"{tp.topic_name}-{tp.partition}")
+            self.logs[tp.partition] = LocalLog(log, ld)
+        local = self.logs[tp.partition]
+        if not local.log_dir.online:
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, "offline")
+        return local
+
+    def configured_log_dirs(self) -> list[ConfiguredLogDir]:
+        return [ConfiguredLogDir(str(ld.path), d, ld) for d, ld in self.dirs.items()]
+
+
+def image(isr0: list[int], leader_epoch_bumps: int = 0) -> MetadataImage:
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    recs: list[Any] = [mr.FeatureLevelRecord(Name="metadata.version", FeatureLevel=21)]
+    for b in (1, 2, 3):
+        dirs = [DIR_A, DIR_B] if b == 1 else [FOLLOWER_DIRS[b]]
+        recs.append(
+            mr.RegisterBrokerRecord(
+                BrokerId=b,
+                BrokerEpoch=10 * b,
+                IncarnationId=Uuid.random(),
+                EndPoints=[
+                    mr.RegisterBrokerRecord.BrokerEndpoint(
+                        Name="PLAINTEXT", Host="127.0.0.1", Port=9090 + b, SecurityProtocol=0
+                    )
+                ],
+                Fenced=False,
+                LogDirs=dirs,
+            )
+        )
+    recs.append(mr.TopicRecord(Name="t", TopicId=TOPIC_ID))
+    # t-0: leader 1, followers 2 and 3 (ISR as given), in dir A; t-1: broker 1 alone, in dir B.
+    recs.append(
+        mr.PartitionRecord(PartitionId=0, TopicId=TOPIC_ID, Replicas=[1, 2, 3], Isr=isr0, Leader=1, LeaderEpoch=0, PartitionEpoch=0,
+                           Directories=[DIR_A, FOLLOWER_DIRS[2], FOLLOWER_DIRS[3]])
+    )  # fmt: skip
+    recs.append(
+        mr.PartitionRecord(
+            PartitionId=1,
+            TopicId=TOPIC_ID,
+            Replicas=[1],
+            Isr=[1],
+            Leader=1,
+            LeaderEpoch=0,
+            PartitionEpoch=0,
+            Directories=[DIR_B],
+        )
+    )
+    for _ in range(leader_epoch_bumps):
+        recs.append(mr.PartitionChangeRecord(PartitionId=0, TopicId=TOPIC_ID, Leader=1))
+    for i, r in enumerate(recs):
+        delta.replay(r, i)
+    return delta.apply()
+
+
+@pytest.fixture
+async def plane(tmp_path: Path) -> AsyncIterator[tuple[DataPlane, Host]]:
+    host = Host(tmp_path, image([1, 2, 3]))
+    dp = DataPlane(host)  # type: ignore[arg-type]
+    await dp.start()
+    await dp.publish(host.image)
+    try:
+        yield dp, host
+    finally:
+        await dp.stop()
+        for ld in host.dirs.values():
+            ld.close()
+
+
+def batch(values: list[bytes], pid: int = -1, seq: int = -1) -> bytes:
+    return build_batch(
+        [ProducerRecord(None, v, 1000) for v in values], producer_id=pid, producer_epoch=0, base_sequence=seq
+    )
+
+
+async def produce(dp: DataPlane, data: bytes | None, partition: int = 0, acks: int = -1, timeout_ms: int = 5000,
+                  topic: str = "t") -> ProduceResponse.PartitionProduceResponse:  # fmt: skip
+    req = ProduceRequest(
+        Acks=acks,
+        TimeoutMs=timeout_ms,
+        TopicData=[
+            ProduceRequest.TopicProduceData(
+                Name=topic, PartitionData=[ProduceRequest.PartitionProduceData(Index=partition, Records=data)]
+            )
+        ],
+    )
+    resp = await dp.api.produce(req, 11)
+    return resp.Responses[0].PartitionResponses[0]
+
+
+async def fetch(dp: DataPlane, offset: int, *, replica: int = -1, epoch: int = -1, last_epoch: int = -1,
+                partition: int = 0, wait_ms: int = 0) -> FetchResponse.PartitionData:  # fmt: skip
+    req = FetchRequest(
+        ReplicaState=ReplicaStateData(ReplicaId=replica, ReplicaEpoch=10 * replica) if replica >= 0 else None,
+        MaxWaitMs=wait_ms,
+        Topics=[FetchRequest.FetchTopic(TopicId=TOPIC_ID, Partitions=[FetchRequest.FetchPartition(
+            Partition=partition, FetchOffset=offset, CurrentLeaderEpoch=epoch, LastFetchedEpoch=last_epoch)])],
+    )  # fmt: skip
+    resp = await dp.api.fetch(req, 17)
+    return resp.Responses[0].Partitions[0]
+
+
+async def test_acks_all_completes_when_every_isr_follower_has_fetched(plane: tuple[DataPlane, Host]) -> None:
+    dp, _ = plane
+    pending = asyncio.create_task(produce(dp, batch([b"a", b"b", b"c"])))
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    f2 = await fetch(dp, 0, replica=2, epoch=0)
+    assert f2.ErrorCode == 0 and [r.value for r in read_records("t", 0, f2.Records, 0)] == [b"a", b"b", b"c"]
+    await fetch(dp, 3, replica=2, epoch=0)
+    assert not pending.done()
+    await fetch(dp, 3, replica=3, epoch=0)
+    result = await asyncio.wait_for(pending, 5)
+    assert (result.ErrorCode, result.BaseOffset) == (0, 0)
+    consumer = await fetch(dp, 0)
+    assert consumer.HighWatermark == 3 and len(list(read_records("t", 0, consumer.Records, 0))) == 3
+
+
+async def test_acks_one_and_zero_do_not_wait_and_readers_stop_at_the_high_watermark(
+    plane: tuple[DataPlane, Host],
+) -> None:
+    dp, _ = plane
+    assert (await produce(dp, batch([b"x"]), acks=1)).BaseOffset == 0
+    assert (await produce(dp, batch([b"y"]), acks=0)).ErrorCode == 0
+    consumer = await fetch(dp, 0)
+    assert consumer.HighWatermark == 0 and not consumer.Records  # not replicated yet
+    await fetch(dp, 2, replica=2, epoch=0)
+    await fetch(dp, 2, replica=3, epoch=0)
+    consumer = await fetch(dp, 0)
+    assert consumer.HighWatermark == 2 and [r.value for r in read_records("t", 0, consumer.Records, 0)] == [
+        b"x",
+        b"y",
+    ]
+
+
+async def test_acks_all_times_out_without_followers(plane: tuple[DataPlane, Host]) -> None:
+    dp, _ = plane
+    result = await produce(dp, batch([b"late"]), timeout_ms=100)
+    assert result.ErrorCode == Errors.REQUEST_TIMED_OUT
+
+
+async def test_idempotent_retry_gets_its_first_offsets_and_is_not_written_twice(
+    plane: tuple[DataPlane, Host],
+) -> None:
+    dp, host = plane
+    init = await dp.api.init_producer_id(InitProducerIdRequest(), 5)
+    assert init.ErrorCode == 0 and init.ProducerId == 1000 and init.ProducerEpoch == 0
+    pid = init.ProducerId
+    first = batch([b"1", b"2"], pid, 0)
+    assert (await produce(dp, first, partition=1, acks=1)).BaseOffset == 0
+    assert (await produce(dp, batch([b"3"], pid, 2), partition=1, acks=1)).BaseOffset == 2
+    assert (await produce(dp, first, partition=1, acks=1)).BaseOffset == 0  # the retry
+    assert host.logs[1].log.log_end_offset == 3
+    gap = await produce(dp, batch([b"5"], pid, 9), partition=1, acks=1)
+    assert gap.ErrorCode == Errors.OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert (await dp.api.init_producer_id(InitProducerIdRequest(), 5)).ProducerId == 1001
+    assert host.controller.calls.count("AllocateProducerIds") == 1
+
+
+async def test_min_insync_replicas(tmp_path: Path) -> None:
+    host = Host(tmp_path, image([1]))
+    dp = DataPlane(host)  # type: ignore[arg-type]
+    await dp.start()
+    try:
+        await dp.publish(host.image)
+        assert (await produce(dp, batch([b"a"]))).ErrorCode == Errors.NOT_ENOUGH_REPLICAS
+        assert (await produce(dp, batch([b"a"]), acks=1)).ErrorCode == 0
+        assert host.logs[0].log.log_end_offset == 1  # only the acks=1 batch
+    finally:
+        await dp.stop()
+
+
+async def test_unknown_and_not_hosted_partitions(plane: tuple[DataPlane, Host]) -> None:
+    dp, _ = plane
+    assert (await produce(dp, batch([b"a"]), topic="nope")).ErrorCode == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert (await produce(dp, batch([b"a"]), partition=7)).ErrorCode == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    assert (await produce(dp, None)).ErrorCode == Errors.CORRUPT_MESSAGE
+    req = ProduceRequest(
+        Acks=2,
+        TopicData=[
+            ProduceRequest.TopicProduceData(
+                Name="t", PartitionData=[ProduceRequest.PartitionProduceData(Index=0, Records=batch([b"a"]))]
+            )
+        ],
+    )
+    assert (await dp.api.produce(req, 11)).Responses[0].PartitionResponses[
+        0
+    ].ErrorCode == Errors.INVALID_REQUIRED_ACKS
+
+
+async def test_follower_epochs_are_checked_and_divergence_is_answered(tmp_path: Path) -> None:
+    host = Host(tmp_path, image([1, 2, 3], leader_epoch_bumps=2))  # leader epoch 2
+    dp = DataPlane(host)  # type: ignore[arg-type]
+    await dp.start()
+    try:
+        await dp.publish(host.image)
+        await produce(dp, batch([b"a", b"b"]), acks=1)
+        assert (await fetch(dp, 0, replica=2, epoch=1)).ErrorCode == Errors.FENCED_LEADER_EPOCH
+        assert (await fetch(dp, 0, replica=2, epoch=3)).ErrorCode == Errors.UNKNOWN_LEADER_EPOCH
+        # A follower that claims to have offsets 0-4 of epoch 2: the leader's epoch 2 ends at 2.
+        diverged = await fetch(dp, 5, replica=2, epoch=2, last_epoch=2)
+        assert diverged.DivergingEpoch is not None and (
+            diverged.DivergingEpoch.Epoch,
+            diverged.DivergingEpoch.EndOffset,
+        ) == (2, 2)
+        assert not diverged.Records
+        assert (await fetch(dp, 9, replica=2, epoch=2)).ErrorCode == Errors.OFFSET_OUT_OF_RANGE
+        ok = await fetch(dp, 0, replica=2, epoch=2)
+        assert (
+            ok.ErrorCode == 0
+            and ok.DivergingEpoch is None
+            and len(list(read_records("t", 0, ok.Records, 0))) == 2
+        )
+    finally:
+        await dp.stop()
+
+
+async def test_long_poll_wakes_on_append(plane: tuple[DataPlane, Host]) -> None:
+    dp, _ = plane
+    waiting = asyncio.create_task(fetch(dp, 0, replica=2, epoch=0, wait_ms=5000))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await produce(dp, batch([b"now"]), acks=1)
+    got = await asyncio.wait_for(waiting, 2)
+    assert [r.value for r in read_records("t", 0, got.Records, 0)] == [b"now"]
+
+
+async def test_list_offsets_metadata_and_log_dirs(plane: tuple[DataPlane, Host]) -> None:
+    dp, _ = plane
+    await produce(dp, batch([b"a", b"b"]), partition=1, acks=1)
+    req = ListOffsetsRequest(Topics=[ListOffsetsRequest.ListOffsetsTopic(Name="t", Partitions=[
+        ListOffsetsRequest.ListOffsetsPartition(PartitionIndex=1, Timestamp=-2),
+        ListOffsetsRequest.ListOffsetsPartition(PartitionIndex=1, Timestamp=-1),
+        ListOffsetsRequest.ListOffsetsPartition(PartitionIndex=1, Timestamp=500),
+    ])])  # fmt: skip
+    parts = (await dp.api.list_offsets(req, 9)).Topics[0].Partitions
+    assert [(p.ErrorCode, p.Offset) for p in parts] == [(0, 0), (0, 2), (0, 0)]
+
+    meta = await dp.api.metadata(MetadataRequest(Topics=None), 12)
+    assert [b.NodeId for b in meta.Brokers] == [1, 2, 3] and meta.ClusterId == "test-cluster"
+    p0 = meta.Topics[0].Partitions[0]
+    assert (p0.LeaderId, p0.IsrNodes, p0.OfflineReplicas, p0.ReplicaDirectories[0]) == (
+        1,
+        [1, 2, 3],
+        [],
+        DIR_A,
+    )
+
+    dirs = (await dp.api.describe_log_dirs(DescribeLogDirsRequest(Topics=None), 4)).Results
+    by_id = {d.DirectoryId: d for d in dirs}
+    assert by_id[DIR_B].ErrorCode == 0 and by_id[DIR_B].TotalBytes > 0 and by_id[DIR_B].UsableBytes > 0
+    (topic,) = by_id[DIR_B].Topics
+    assert (
+        topic.Name == "t"
+        and topic.Partitions[0].PartitionIndex == 1
+        and topic.Partitions[0].PartitionSize > 0
+    )
+
+
+async def test_failed_dir_answers_kafka_storage_error(plane: tuple[DataPlane, Host]) -> None:
+    dp, host = plane
+    pending = asyncio.create_task(produce(dp, batch([b"a"]), timeout_ms=10_000))
+    await asyncio.sleep(0.05)
+    host.dirs[DIR_A].fail(OSError(5, "Input/output error"))
+    dp.dir_failed(DIR_A)
+    assert (await asyncio.wait_for(pending, 2)).ErrorCode == Errors.KAFKA_STORAGE_ERROR
+    assert (await produce(dp, batch([b"b"]))).ErrorCode == Errors.KAFKA_STORAGE_ERROR
+    assert (await fetch(dp, 0)).ErrorCode == Errors.KAFKA_STORAGE_ERROR
+    assert (await produce(dp, batch([b"c"]), partition=1, acks=1)).ErrorCode == 0  # the other dir serves
+    dirs = (await dp.api.describe_log_dirs(DescribeLogDirsRequest(Topics=None), 4)).Results
+    by_id = {d.DirectoryId: d for d in dirs}
+    assert by_id[DIR_A].ErrorCode == Errors.KAFKA_STORAGE_ERROR and not by_id[DIR_A].Topics
