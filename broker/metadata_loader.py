@@ -1,8 +1,9 @@
 """The broker's copy of `__cluster_metadata`: fetched from the controller, kept on disk, replayed into images.
 
-`LocalMetadataLog` is a `kraftpy.metalog.MetadataLog` in metadata.log.dir whose every call runs
-on that dir's own executor (`LogDir.run`), so an OSError there is the metadata dir's failure –
-which stops the broker (KIP-858 footnote 1).
+`LocalMetadataLog` is a `kraftpy.metalog.MetadataLog` in metadata.log.dir whose writes run on
+that dir's own executor (`LogDir.run`) and whose decoding and replay run on a thread of their own
+(seconds of CPU for a large fetch must not hold up the dir's probes). An OSError either way is the
+metadata dir's failure, which stops the broker (KIP-858 footnote 1).
 
 `MetadataLoader` runs the fetch loop (decisions in `broker.core.metadata_fetch`): long-poll
 `Fetch` from where the local log ends, append what comes back as it is (offsets and epochs kept,
@@ -15,10 +16,12 @@ On restart the local log is replayed first and fetching resumes where it ended.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
@@ -31,6 +34,7 @@ from broker.core.metadata_fetch import (
     SnapshotGoneError,
     Truncate,
 )
+from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
@@ -40,11 +44,16 @@ from protocol.transport import RpcClient, RpcConnectionError, RpcError
 log = structlog.get_logger("broker.metadata")
 
 FETCH_TIMEOUT_S = 10.0
+T = TypeVar("T")
 
 
-def _append_and_replay(mlog: MetadataLog, data: bytes, delta: MetadataDelta) -> tuple[int, int]:
+def _append(mlog: MetadataLog, data: bytes) -> tuple[int, int]:
     first, last = mlog.append_raw_batches(data)
     mlog.flush()
+    return first, last
+
+
+def _replay(data: bytes, delta: MetadataDelta) -> None:
     for batch in iter_batches(data):
         if not batch.is_control:
             base = batch.base_offset
@@ -54,7 +63,6 @@ def _append_and_replay(mlog: MetadataLog, data: bytes, delta: MetadataDelta) -> 
         if delta.last_offset is None or delta.last_offset < batch.last_offset:
             # control batches (LeaderChange) move the offset on without records to replay
             delta.last_offset = batch.last_offset
-    return first, last
 
 
 def _load_image(mlog: MetadataLog) -> MetadataDelta:
@@ -76,6 +84,17 @@ class LocalMetadataLog:
         self.log_dir = log_dir
         self.config = config
         self.log: MetadataLog | None = None
+        # Decoding and replaying records is CPU work that can take seconds for a large fetch: it runs
+        # on a thread of its own so the dir's executor stays free for disk work (and its probes).
+        self._cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-replay")
+
+    async def _on_cpu(self, fn: Callable[..., T], *args: Any) -> T:
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self._cpu, functools.partial(fn, *args))
+        except OSError as e:
+            # Reading the log back failed: that is the metadata dir failing.
+            self.log_dir.fail(e)
+            raise LogDirOfflineError(self.log_dir.path, str(e)) from e
 
     @property
     def path(self) -> Path:
@@ -84,7 +103,7 @@ class LocalMetadataLog:
     async def open(self) -> MetadataDelta:
         """Open (recovering a torn tail) and replay snapshot + log; the delta's image is where it ends."""
         self.log = await self.log_dir.run(MetadataLog.open, self.log_dir.path, self.config, timeout=math.inf)
-        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+        return await self._on_cpu(_load_image, self.log)
 
     # LogPosition for the fetch decisions
     @property
@@ -103,20 +122,24 @@ class LocalMetadataLog:
         return found.offset, found.epoch
 
     async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> tuple[int, int]:
+        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread."""
         assert self.log is not None
-        return await self.log_dir.run(_append_and_replay, self.log, data, delta, timeout=math.inf)
+        offsets = await self.log_dir.run(_append, self.log, data)
+        await self._on_cpu(_replay, data, delta)
+        return offsets
 
     async def truncate_to(self, offset: int) -> MetadataDelta:
         assert self.log is not None
         await self.log_dir.run(_truncate, self.log, offset)
-        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+        return await self._on_cpu(_load_image, self.log)
 
     async def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> MetadataDelta:
         assert self.log is not None
         await self.log_dir.run(self.log.install_snapshot, snapshot_id, data, timeout=math.inf)
-        return await self.log_dir.run(_load_image, self.log, timeout=math.inf)
+        return await self._on_cpu(_load_image, self.log)
 
     async def close(self) -> None:
+        self._cpu.shutdown(wait=False, cancel_futures=True)
         if self.log is not None and self.log_dir.online:
             try:
                 await self.log_dir.run(self.log.close)

@@ -166,6 +166,13 @@ def test_idle_dir_failure_is_reported_at_once_and_a_restart_keeps_its_replicas_o
     assert "kraftpy_broker_offline_replica_count 2.0" in metrics
     assert f'kraftpy_broker_log_directory_offline{{directory_id="{failed}",path="{dirs[1]}"}} 1.0' in metrics
 
+    # Its files are closed, so the dead filesystem could be unmounted while the broker runs on.
+    dead = real_disks.disk_set.get(f"b{B}d1")
+    wait_until(
+        "the broker holding nothing on the failed filesystem",
+        lambda: all(h.pid != node.proc.pid for h in dead.holders()) or None,
+    )
+
     # Restart with the filesystem still dead: the dir cannot be read, so it is not registered,
     # and its replicas are not created again in the good dirs.
     assert cluster.stop_broker(B) == 0
