@@ -168,6 +168,7 @@ class ReplicaManager:
         wanted_keys = {(tp.topic_id, tp.partition) for tp in wanted}
         for key in [k for k in self.partitions if k not in wanted_keys]:
             self._remove(self.partitions[key])
+        todo = []
         for tp, reg in wanted.items():
             key = (tp.topic_id, tp.partition)
             hp = self.partitions.get(key)
@@ -183,12 +184,16 @@ class ReplicaManager:
                 and hp.state.role is not Role.NONE
             ):
                 continue
-            try:
-                await self._apply(hp, reg)
-            except LogDirOfflineError as e:
-                self._go_offline(hp, str(e))
-        if self._waiting_for_logs and not any(k in wanted_keys for k in self._waiting_for_logs):
-            self._waiting_for_logs.clear()
+            todo.append(self._apply_or_offline(hp, reg))
+        # Concurrently: a stalled dir holds back only the transitions of its own partitions.
+        await asyncio.gather(*todo)
+        self._waiting_for_logs &= wanted_keys
+
+    async def _apply_or_offline(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
+        try:
+            await self._apply(hp, reg)
+        except LogDirOfflineError as e:
+            self._go_offline(hp, str(e))
 
     async def _apply(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
         state = hp.state
