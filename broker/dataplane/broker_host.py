@@ -15,12 +15,10 @@ Wiring in `kraftpy-broker` (broker/main.py), after `await server.start()`:
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from broker.dataplane import DataPlane
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
-from broker.storage import PartitionLog
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
@@ -78,10 +76,7 @@ class BrokerServerHost:
             )
         if not hp.created.is_set():
             return None
-        try:
-            log = await hp.log()
-        except TypeError:
-            log = await _open_log(hp)
+        log = await hp.log()
         return LocalLog(log, hp.log_dir)
 
     def configured_log_dirs(self) -> list[ConfiguredLogDir]:
@@ -94,17 +89,6 @@ class BrokerServerHost:
 
     async def close(self) -> None:
         await self._controller.close()
-
-
-async def _open_log(hp: Any) -> PartitionLog:
-    # HostedPartition.log() passes keyword arguments through LogDir.run, which takes positional
-    # ones only; until it binds them itself, open the log the same way with them bound here.
-    async with hp._lock:
-        if hp._log is None:
-            hp._log = await hp.log_dir.run(
-                functools.partial(PartitionLog.open, hp.path, topic_id=hp.tp.topic_id, config=hp.log_config)
-            )
-        return hp._log  # type: ignore[no-any-return]
 
 
 async def attach_dataplane(server: BrokerServer) -> DataPlane:
