@@ -84,6 +84,8 @@ def format_record(rec: object, flags: dict[str, bool], separator: str) -> str:
 
 
 async def _consume(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
     import time
 
     from kraftpy.client import Consumer
@@ -119,8 +121,12 @@ async def _consume(args: argparse.Namespace) -> int:
             for tp in tps:
                 consumer.seek(tp, int(start))
         last_record = time.monotonic()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
         try:
-            while args.max_messages is None or count < args.max_messages:
+            while (args.max_messages is None or count < args.max_messages) and not stop.is_set():
                 wait = 1000 if args.timeout_ms is None else max(1, min(1000, args.timeout_ms))
                 want = None if args.max_messages is None else args.max_messages - count
                 records = await consumer.poll(timeout_ms=wait, max_records=want)
@@ -134,8 +140,6 @@ async def _consume(args: argparse.Namespace) -> int:
                     args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms
                 ):
                     break
-        except KeyboardInterrupt:
-            pass
         except BrokenPipeError:
             sys.stderr.close()
             return 0

@@ -62,7 +62,7 @@ class Admin:
                 last = e
         raise ClientError(
             last.code if last else Errors.NETWORK_EXCEPTION,
-            f"{api}: no server answered ({', '.join(self.metadata.bootstrap)}): {last}",
+            f"no server answered {api} ({', '.join(u.removeprefix('http://') for u in self.metadata.bootstrap)})",
         )
 
     # ---- topics -----------------------------------------------------------------------------------

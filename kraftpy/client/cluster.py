@@ -28,6 +28,10 @@ def url_of(address: str) -> str:
     return f"http://{address}"
 
 
+def _address(url: str) -> str:
+    return url.removeprefix("http://").removeprefix("https://")
+
+
 def parse_bootstrap(value: str | list[str]) -> list[str]:
     items = value.split(",") if isinstance(value, str) else list(value)
     urls = [url_of(a) for a in items if a.strip()]
@@ -143,7 +147,7 @@ class ClusterMetadata:
                 last = e
         raise ClientError(
             last.code if last else Errors.NETWORK_EXCEPTION,
-            f"no bootstrap server answered Metadata ({', '.join(self.urls())}): {last}",
+            f"no server answered Metadata ({', '.join(_address(u) for u in self.urls())})",
         )
 
     async def refresh(self, topics: list[str] | None = None) -> MetadataResponse:
