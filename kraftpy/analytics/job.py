@@ -36,6 +36,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from kraftpy.analytics.checkpoint import (
+    CHECKPOINT_FILE,
     Checkpoint,
     FileState,
     Ingest,
@@ -44,7 +45,7 @@ from kraftpy.analytics.checkpoint import (
     write_atomically,
 )
 from kraftpy.analytics.errors import AnalysisError, CorruptLogError, CorruptSpot
-from kraftpy.analytics.logdir import list_log_files
+from kraftpy.analytics.logdir import LogFiles, list_log_files
 from kraftpy.analytics.planning import Plan, plan_ingest
 from kraftpy.analytics.splitting import SEGMENT, FileScan, LogRange, scan_file
 from kraftpy.analytics.summary import DirFailure, Summary
@@ -360,15 +361,31 @@ def run_analysis(
     one on `master` (default local[2]) and stops it at the end. Raises AnalysisError (or its
     subclasses LogDirError, CorruptLogError) with a message meant for the user.
     """
-    from kraftpy.analytics.session import open_session
-
     t0 = time.perf_counter()
     files = list_log_files(logdir)
     out = Path(out).resolve()
     if out.exists() and not out.is_dir():
         raise AnalysisError(f"--out {out} exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / RECORDS).mkdir(exist_ok=True)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RECORDS).mkdir(exist_ok=True)
+    except OSError as e:
+        raise AnalysisError(f"cannot create --out {out}: {e.strerror or e}") from None
+    try:
+        return _run(files, out, t0, master, skip_corrupt, full, range_bytes, report)
+    except BaseException:
+        if created and not (out / CHECKPOINT_FILE).exists():
+            _remove(out)  # a failed first run leaves nothing behind
+        raise
+
+
+def _run(
+    files: LogFiles, out: Path, t0: float, master: str | None, skip_corrupt: bool, full: bool,
+    range_bytes: int | None, report: bool,
+) -> Summary:
+    from kraftpy.analytics.session import open_session
+
     cp_old = load_checkpoint(out)
     plan = plan_ingest(files, cp_old, full=full)
     _clean_leftovers(out, cp_old)
@@ -377,7 +394,7 @@ def run_analysis(
     prior_ingests = list(cp_old.ingests) if (cp_old is not None and plan.rebuild) else []
 
     try:
-        handle = open_session(master, out / "_spark")
+        handle = open_session(master)
     except Exception as e:  # Java missing, port clash...: one line for the user, not a JVM dump
         raise AnalysisError(f"cannot start Spark on {master or 'local[2]'}: {_first_line(e)}") from None
     spark = handle.spark

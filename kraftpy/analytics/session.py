@@ -25,7 +25,7 @@ DEFAULT_MASTER = "local[2]"
 APP_NAME = "kraftpy-analyze"
 SHIPPED_PACKAGES = ("protocol", "kraftpy")
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-_zip_dir: str | None = None
+_scratch_dir: str | None = None
 LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -36,7 +36,7 @@ def is_loopback_master(master: str) -> bool:
     return host in _LOOPBACK
 
 
-def session_conf(master: str, scratch: Path) -> dict[str, str]:
+def session_conf(master: str) -> dict[str, str]:
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -44,7 +44,7 @@ def session_conf(master: str, scratch: Path) -> dict[str, str]:
         "spark.sql.execution.pythonUDF.arrow.enabled": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "false",
         "spark.sql.session.timeZone": "UTC",
-        "spark.sql.warehouse.dir": str(scratch / "warehouse"),
+        "spark.sql.warehouse.dir": str(_scratch() / "warehouse"),
         # Spark's own INFO/WARN lines (native-hadoop, default profile...) are noise for this job.
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}",
     }
@@ -69,7 +69,7 @@ class SessionHandle:
             self.spark.stop()
 
 
-def open_session(master: str | None, scratch: Path) -> SessionHandle:
+def open_session(master: str | None = None) -> SessionHandle:
     """Reuse the active session when there is one and no other master was asked for; else start one."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -90,7 +90,7 @@ def open_session(master: str | None, scratch: Path) -> SessionHandle:
     builder = SparkSession.builder.appName(APP_NAME)
     if submitted is None:
         builder = builder.master(master)
-    for k, v in session_conf(master, scratch).items():
+    for k, v in session_conf(master).items():
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
@@ -101,19 +101,26 @@ def _submitted_master() -> str | None:
     """The master spark-submit was given, when this process runs under spark-submit."""
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         return None
-    from pyspark import SparkConf
+    from pyspark import SparkConf, SparkContext
 
+    # The gateway spark-submit started holds its settings as JVM system properties.
+    SparkContext._ensure_initialized()
     return SparkConf().get("spark.master", None)
+
+
+def _scratch() -> Path:
+    """A directory for this process's Spark files (code zip, warehouse), removed at exit."""
+    global _scratch_dir
+    if _scratch_dir is None:
+        _scratch_dir = tempfile.mkdtemp(prefix="kraftpy-spark-")
+        atexit.register(shutil.rmtree, _scratch_dir, True)
+    return Path(_scratch_dir)
 
 
 def code_zip() -> Path:
     """A zip of our packages for executors, kept for the life of this process (executors fetch it lazily)."""
     root = Path(__file__).resolve().parents[2]
-    global _zip_dir
-    if _zip_dir is None:
-        _zip_dir = tempfile.mkdtemp(prefix="kraftpy-spark-code-")
-        atexit.register(shutil.rmtree, _zip_dir, True)
-    fd, name = tempfile.mkstemp(dir=_zip_dir, prefix="kraftpy-code-", suffix=".zip")
+    fd, name = tempfile.mkstemp(dir=_scratch(), prefix="kraftpy-code-", suffix=".zip")
     os.close(fd)
     with zipfile.ZipFile(name, "w", zipfile.ZIP_DEFLATED) as z:
         for pkg in SHIPPED_PACKAGES:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftpy.metalog.files import PARTITION_DIR, segment_file_name
+from kraftpy.metalog.files import PARTITION_DIR, SnapshotId, segment_file_name, snapshot_file_name
+from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import (
     BrokerRegistrationChangeRecord,
@@ -24,7 +25,7 @@ from protocol.metadata_records import (
     RegisterBrokerRecord,
     TopicRecord,
 )
-from protocol.record_batch import build_metadata_batch
+from protocol.record_batch import build_control_batch, build_metadata_batch
 from protocol.uuid import Uuid
 
 MV_3_9 = 21  # metadata.version 3.9-IV0: RegisterBrokerRecord v3, Partition(Change)Record v1
@@ -173,6 +174,24 @@ def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[in
     return [setup, failure, recovery], story
 
 
+def write_snapshot(
+    directory: Path, end_offset: int, epoch: int, timestamp_ms: int, records: Sequence[ApiMessageAndVersion]
+) -> Path:
+    """A snapshot file as Kafka lays it out: header control batch, data batches from offset 0, footer."""
+    header = SnapshotHeaderRecord(Version=0, LastContainedLogTimestamp=timestamp_ms)
+    parts = [build_control_batch(0, epoch, timestamp_ms, [header])]
+    offset = 1
+    for i in range(0, len(records), 50):
+        chunk = list(records[i : i + 50])
+        parts.append(build_metadata_batch(offset, epoch, timestamp_ms, chunk))
+        offset += len(chunk)
+    parts.append(build_control_batch(offset, epoch, timestamp_ms, [SnapshotFooterRecord(Version=0)]))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / snapshot_file_name(SnapshotId(end_offset, epoch))
+    path.write_bytes(b"".join(parts))
+    return path
+
+
 def write_dir_failure_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> DirFailureStory:
     """The whole story in `metadata_dir/__cluster_metadata-0`, recovery in a second segment."""
     phases, story = dir_failure_batches(t0)
@@ -180,6 +199,20 @@ def write_dir_failure_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> Di
     w.append_all(phases[0])
     w.append_all(phases[1])
     w.roll()
+    w.append_all(phases[2])
+    return story
+
+
+def write_dir_failure_log_from_snapshot(metadata_dir: Path, t0: int = 1_700_000_000_000) -> DirFailureStory:
+    """The same story, but the setup lives only in a snapshot: its segment was deleted, as retention does."""
+    phases, story = dir_failure_batches(t0)
+    part = metadata_dir / PARTITION_DIR
+    setup = [r for _, batch in phases[0] for r in batch]
+    write_snapshot(part, len(setup), 1, phases[0][-1][0], setup)
+    w = LogWriter(part)
+    w.next_offset = len(setup)
+    w.roll()
+    w.append_all(phases[1])
     w.append_all(phases[2])
     return story
 

@@ -165,23 +165,26 @@ def brokers_table(events: DataFrame) -> DataFrame:
     by_broker = Window.partitionBy("broker_id").orderBy("seq")
     ev = ev.withColumn(
         "registration", F.sum(F.col("opens_registration").cast("int")).over(by_broker.rowsBetween(*_RUNNING))
-    ).withColumn("log_dirs_changed", F.col("log_dirs").isNotNull() & ~F.col("opens_registration"))
+    )
     w = Window.partitionBy("broker_id", "registration").orderBy("seq").rowsBetween(*_RUNNING)
-    carried = ["registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs"]
-    df = ev.select(
-        "broker_id", "registration", "seq", "offset", "timestamp", "record_type", "log_dirs_changed",
-        *[_last(c, w) for c in carried],
+    carried = {c: F.last(c, ignorenulls=True).over(w) for c in (
+        "registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs")}
+    state = (
+        F.when(carried["registered"] == False, "unregistered")  # noqa: E712 - a Spark column, not a bool
+        .when(carried["fenced"], "fenced")
+        .when(carried["in_controlled_shutdown"], "controlled_shutdown")
+        .when(carried["fenced"] == False, "unfenced")  # noqa: E712
+        .otherwise("unknown")
     )
-    df = df.withColumn(
-        "state",
-        F.when(F.col("registered") == False, "unregistered")  # noqa: E712 - a Spark column, not a bool
-        .when(F.col("fenced"), "fenced")
-        .when(F.col("in_controlled_shutdown"), "controlled_shutdown")
-        .when(F.col("fenced") == False, "unfenced")  # noqa: E712
-        .otherwise("unknown"),
+    end_ts = F.lead("timestamp").over(by_broker)
+    return ev.select(
+        "broker_id", "registration", "seq", "offset", "timestamp", F.timestamp_millis("timestamp").alias("time"),
+        "record_type",
+        (F.col("log_dirs").isNotNull() & ~F.col("opens_registration")).alias("log_dirs_changed"),
+        *[v.alias(k) for k, v in carried.items()], state.alias("state"),
+        F.lead("seq").over(by_broker).alias("end_seq"), F.lead("offset").over(by_broker).alias("end_offset"),
+        end_ts.alias("end_timestamp"), F.timestamp_millis(end_ts).alias("end_time"),
     )
-    df = _add_end(df, Window.partitionBy("broker_id").orderBy("seq"))
-    return _with_time(df, "timestamp", "end_timestamp")
 
 
 def dir_failures_table(brokers: DataFrame) -> DataFrame:
@@ -277,49 +280,36 @@ def partitions_table(events: DataFrame) -> DataFrame:
     by_part = Window.partitionBy(*key).orderBy("seq")
     ev = ev.withColumn("creation", F.sum(F.col("is_create").cast("int")).over(by_part.rowsBetween(*_RUNNING)))
     w = Window.partitionBy(*key, "creation").orderBy("seq").rowsBetween(*_RUNNING)
-    carried = [
-        "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
-        "directories", "eligible_leader_replicas", "last_known_elr",
-    ]
-    changes = F.sum((~F.col("is_create") & ~F.col("is_remove")).cast("int")).over(w)
-    df = ev.select(
-        *key, "seq", "offset", "timestamp", "record_type", F.col("is_remove").alias("deleted"),
-        *[_last(c, w) for c in carried],
-        (F.first("base_leader_epoch", ignorenulls=True).over(w) + F.sum("leader_named").over(w)).alias("leader_epoch"),
-        (F.first("base_partition_epoch", ignorenulls=True).over(w) + changes).alias("partition_epoch"),
-    )
+    live = ~F.col("is_remove")  # a removed partition has no state left
+
+    def carried(c: str) -> Column:
+        return F.when(live, F.last(c, ignorenulls=True).over(w))
+
+    replicas, directories = carried("replicas"), carried("directories")
+    changes = F.sum((~F.col("is_create") & live).cast("int")).over(w)
+    leader_epoch = F.first("base_leader_epoch", ignorenulls=True).over(w) + F.sum("leader_named").over(w)
+    partition_epoch = F.first("base_partition_epoch", ignorenulls=True).over(w) + changes
     # Missing or empty Directories mean every replica is MIGRATING (PartitionRegistration's default).
-    df = df.withColumn(
-        "directories",
-        F.when(
-            F.col("directories").isNull() | (F.size("directories") == 0),
-            F.when(F.col("replicas").isNotNull(), F.array_repeat(F.lit(MIGRATING), F.size("replicas"))),
-        ).otherwise(F.col("directories")),
+    directories = F.when(
+        directories.isNull() | (F.size(directories) == 0),
+        F.when(replicas.isNotNull(), F.array_repeat(F.lit(MIGRATING), F.size(replicas))),
+    ).otherwise(directories)
+    end_ts = F.lead("timestamp").over(by_part)
+    df = ev.select(
+        *key, F.row_number().over(by_part).alias("state_index"), "seq", "offset", "timestamp",
+        F.timestamp_millis("timestamp").alias("time"), "record_type",
+        replicas.alias("replicas"), carried("isr").alias("isr"), carried("leader").alias("leader"),
+        F.when(live, leader_epoch).alias("leader_epoch"), F.when(live, partition_epoch).alias("partition_epoch"),
+        directories.alias("directories"), carried("removing_replicas").alias("removing_replicas"),
+        carried("adding_replicas").alias("adding_replicas"),
+        carried("leader_recovery_state").alias("leader_recovery_state"),
+        carried("eligible_leader_replicas").alias("eligible_leader_replicas"),
+        carried("last_known_elr").alias("last_known_elr"), F.col("is_remove").alias("deleted"),
+        F.lead("seq").over(by_part).alias("end_seq"), F.lead("offset").over(by_part).alias("end_offset"),
+        end_ts.alias("end_timestamp"), F.timestamp_millis(end_ts).alias("end_time"),
     )
-    # A removed partition has no state left.
-    for c in carried:
-        df = df.withColumn(c, F.when(~F.col("deleted"), F.col(c)))
-    for c in ("leader_epoch", "partition_epoch"):
-        df = df.withColumn(c, F.when(~F.col("deleted"), F.col(c)))
-    df = df.withColumn("state_index", F.row_number().over(by_part))
-    df = _add_end(df, by_part)
     topics = topics_table(events).select("topic_id", "topic").dropDuplicates(["topic_id"])
-    df = df.join(F.broadcast(topics), "topic_id", "left")
-    df = _with_time(df, "timestamp", "end_timestamp")
-    return df.select(
-        "topic", "topic_id", "partition_id", "state_index", "seq", "offset", "timestamp", "time", "record_type",
-        "replicas", "isr", "leader", "leader_epoch", "partition_epoch", "directories", "removing_replicas",
-        "adding_replicas", "leader_recovery_state", "eligible_leader_replicas", "last_known_elr", "deleted",
-        "end_seq", "end_offset", "end_timestamp", "end_time",
-    )
-
-
-def _add_end(df: DataFrame, w: Window) -> DataFrame:
-    return (
-        df.withColumn("end_seq", F.lead("seq").over(w))
-        .withColumn("end_offset", F.lead("offset").over(w))
-        .withColumn("end_timestamp", F.lead("timestamp").over(w))
-    )
+    return df.join(F.broadcast(topics), "topic_id", "left").select("topic", *df.columns)
 
 
 def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
