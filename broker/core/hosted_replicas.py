@@ -110,17 +110,20 @@ class HostedReplicas:
         self.published = False
         self._counts: Counter[Uuid] = Counter()
         self._image: MetadataImage | None = None
+        self._dir_view: DirView | None = None
 
     # ---- views ---------------------------------------------------------------------------------
 
     @property
     def dir_view(self) -> DirView:
-        return DirView(
-            online=frozenset(self.online_dirs),
-            offline=frozenset(self.failed_dirs),
-            any_offline=bool(self.failed_dirs) or self.offline_at_start > 0,
-            multi_dir=self.multi_dir,
-        )
+        if self._dir_view is None:
+            self._dir_view = DirView(
+                online=frozenset(self.online_dirs),
+                offline=frozenset(self.failed_dirs),
+                any_offline=bool(self.failed_dirs) or self.offline_at_start > 0,
+                multi_dir=self.multi_dir,
+            )
+        return self._dir_view
 
     def get(self, topic_id: Uuid, partition: int) -> HostedReplica | None:
         return self.replicas.get((topic_id, partition))
@@ -353,6 +356,7 @@ class HostedReplicas:
             return []
         self.online_dirs.discard(dir_id)
         self.failed_dirs.add(dir_id)
+        self._dir_view = None
         lost: list[HostedReplica] = []
         for r in self.replicas.values():
             if r.future == dir_id:
