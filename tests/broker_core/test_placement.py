@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from broker.core.placement import (
     PICK,
@@ -203,3 +205,38 @@ def test_new_replica_goes_to_the_dir_with_fewest_replicas_ties_by_path() -> None
     assert choose_dir({D1: 1, D2: 1, D3: 2}, PATHS) == D1  # /data/d1 sorts first
     with pytest.raises(ValueError):
         choose_dir({}, PATHS)
+
+
+REAL = [D1, D2, D3, GONE]
+ANY_DIR = st.sampled_from([*REAL, UNASSIGNED, MIGRATING, LOST])
+MAYBE_LOCAL = st.one_of(st.none(), st.sampled_from([D1, D2, D3]))
+
+
+@st.composite
+def dir_views(draw: st.DrawFn) -> DirView:
+    failed = draw(st.sets(st.sampled_from([D1, D2, D3]), max_size=2))
+    online = frozenset({D1, D2, D3} - failed)
+    unreadable = draw(st.booleans())
+    return DirView(online=online, offline=frozenset(failed), any_offline=bool(failed) or unreadable)
+
+
+@given(assigned=ANY_DIR, current=MAYBE_LOCAL, future=MAYBE_LOCAL, dirs=dir_views())
+def test_decision_invariants(assigned, current, future, dirs) -> None:  # type: ignore[no-untyped-def]
+    if current is not None and current not in dirs.online:
+        current = None  # only online dirs are ever scanned
+    d = decide(assigned, LocalReplica(current, future), dirs)
+    if d.create:
+        # Never created anywhere while it may sit in an offline dir (field bug 12) ...
+        assert assigned == UNASSIGNED or assigned in dirs.online or not dirs.any_offline
+        # ... and never in a dir that is not online.
+        assert d.location == PICK or d.location in dirs.online
+        assert current is None
+    if current is not None:
+        assert d.location in (current, future) and not d.create
+        if assigned not in (current, future):
+            assert d.report == current, "a log found elsewhere is reported where it is"
+    if d.report is not None:
+        assert d.report != assigned
+        assert d.report in (PICK, LOST) or d.report in dirs.online
+    if d.offline:
+        assert not d.create and d.report in (None, LOST)
