@@ -544,9 +544,13 @@ class LocalCluster:
 
     # ================================================================== down
 
-    def down(self, *, say: Say = _quiet, timeout: float = 15.0) -> list[str]:
+    def down(self, *, say: Say = _quiet, timeout: float = 15.0, controller_first: bool = False) -> list[str]:
         """Stop every process (brokers first: SIGTERM, then SIGKILL), destroy the disks, delete the
-        namespaces and the route. Safe to repeat, and after a crash of anything."""
+        namespaces and the route. Safe to repeat, and after a crash of anything.
+
+        `controller_first` stops the controller before the brokers, so the metadata log ends as the
+        cluster stood, without the fencing and leader moves of the brokers' controlled shutdowns
+        (which then give up after broker.session.timeout.ms)."""
         actions: list[str] = []
         for client in self._clients:
             if client.alive:
@@ -562,7 +566,8 @@ class LocalCluster:
         if st.supervisor_pid and st.supervisor_start_time is not None:
             procs.stop(st.supervisor_pid, st.supervisor_start_time, 5.0)
         # Brokers first and together (each runs a controlled shutdown, which needs the controller).
-        for group in (st.brokers, [st.controller]):
+        groups = [[st.controller], st.brokers] if controller_first else [st.brokers, [st.controller]]
+        for group in groups:
             recs = [(n, st.processes[n.name]) for n in group if n.name in st.processes]
             ended = procs.stop_many([(r.pid, r.start_time) for _n, r in recs], timeout)
             for n, r in recs:

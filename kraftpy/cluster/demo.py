@@ -167,6 +167,11 @@ class Demo:
             view = self.refresh()
             if predicate(view):
                 return view
+            if self.producer is not None and not self.producer.alive and self.producer.tail.done is None:
+                tail = self.producer.log_file.read_text(errors="replace").strip().splitlines()[-5:]
+                raise ClusterError(
+                    f"the producer exited early ({self.producer.log_file}): " + " / ".join(tail)
+                )
             if time.monotonic() > deadline:
                 from kraftpy.cluster.render import render_text
 
@@ -199,6 +204,8 @@ class Demo:
         stale = LocalCluster(work / "cluster")
         if stale.exists():  # an earlier demo that was killed: clear it first
             stale.down()
+        for old in ("acks.txt", "acks.log", "analysis.log"):
+            (work / old).unlink(missing_ok=True)
         try:
             with self.d:
                 if not real and why_not:
@@ -341,9 +348,11 @@ class Demo:
             with contextlib.suppress(Exception):
                 self.producer.kill()
         if self.cluster is not None:
-            self.d.say("stopping the cluster and removing its disks")
+            self.d.say(
+                "stopping the cluster (controller first: its log ends as the story did) and removing its disks"
+            )
             with contextlib.suppress(Exception):
-                self.cluster.down(say=self.d.event)
+                self.cluster.down(say=self.d.event, controller_first=True)
             self.cluster = None
 
     def _analyse(self, work: Path) -> str | None:

@@ -353,6 +353,7 @@ class ProducerProcess:
         log_file: Path | None = None,
     ) -> None:
         self.ack_file = ack_file
+        ack_file.unlink(missing_ok=True)  # acks of an earlier run would count as this one's
         self.tail = AckTail(ack_file)
         argv = [
             *wrap,
