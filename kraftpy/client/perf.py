@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import math
 import os
 import time
@@ -81,22 +82,23 @@ async def produce_perf(
 ) -> ProduceStats:
     payloads = [os.urandom(record_size) for _ in range(min(num_records, 64))] or [b""]
     stats = ProduceStats(num_records, record_size)
-    pending: set[RecordFuture] = set()
+    sent_at: list[float] = []
+    futures: list[RecordFuture] = []
     next_report = time.monotonic() + progress_interval_s
 
-    def done(sent_at: float) -> Callable[[RecordFuture], None]:
-        def callback(fut: RecordFuture) -> None:
-            pending.discard(fut)
-            error = fut.exception()
-            if error is not None:
-                stats.failed += 1
-                if stats.first_error is None:
-                    stats.first_error = str(error)
-                return
-            stats.acked += 1
-            stats.latencies_ms.append((time.monotonic() - sent_at) * 1000)
-
-        return callback
+    def batch_done(first: int, fut: RecordFuture) -> None:
+        # Registered on the first record of each batch. Keyless records fill one batch at a time,
+        # so the batch holds the `batch_records` records sent from `first` on.
+        error = fut.exception()
+        n = fut.batch_records
+        if error is not None:
+            stats.failed += n
+            if stats.first_error is None:
+                stats.first_error = str(error)
+            return
+        stats.acked += n
+        acked = fut.acked_at
+        stats.latencies_ms.extend((acked - t) * 1000 for t in sent_at[first : first + n])
 
     stats.started = time.monotonic()
     for i in range(num_records):
@@ -104,14 +106,16 @@ async def produce_perf(
             ahead = stats.started + i / throughput - time.monotonic()
             if ahead > 0:
                 await asyncio.sleep(ahead)
-        sent_at = time.monotonic()
+        now = time.monotonic()
         fut = await producer.send(topic, payloads[i % len(payloads)])
         stats.sent += 1
-        pending.add(fut)
-        fut.add_done_callback(done(sent_at))
-        if on_progress is not None and sent_at >= next_report:
+        sent_at.append(now)
+        futures.append(fut)
+        if fut.first_in_batch:
+            fut.add_done_callback(functools.partial(batch_done, i))
+        if on_progress is not None and now >= next_report:
             on_progress(stats)
-            next_report = sent_at + progress_interval_s
+            next_report = now + progress_interval_s
         if i % 256 == 0:
             await asyncio.sleep(0)  # let delivery reports in
     flush = asyncio.ensure_future(producer.flush())
@@ -120,7 +124,7 @@ async def produce_perf(
         if on_progress is not None:
             on_progress(stats)
     await flush
-    for fut in list(pending):
+    for fut in futures:
         with contextlib.suppress(Exception):
             await fut
     stats.finished = time.monotonic()

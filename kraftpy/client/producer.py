@@ -176,24 +176,18 @@ class Producer:
             raise ClientError(Errors.INVALID_REQUEST, "the producer is closed")
         if not self._started:
             await self.start()
-        size = record_size(key, value, headers)
+        size = record_size(key, value, headers) if headers else 21 + len(key or b"") + len(value or b"")
         if size + 61 > self.config.max_request_size:
             raise ClientError(
                 Errors.MESSAGE_TOO_LARGE,
                 f"record of {size} bytes exceeds max_request_size {self.config.max_request_size}",
             )
-        rec = ProducerRecord(key, value, _now_ms() if timestamp_ms is None else timestamp_ms, headers or [])
-        count = self.metadata.partition_count(topic)
-        if (
-            count is None
-            or (partition is None and key is None and topic not in self._sticky)
-            or partition is not None
-        ):
+        rec = ProducerRecord(
+            key, value, _now_ms() if timestamp_ms is None else timestamp_ms, headers or _NO_HEADERS
+        )
+        p = self._sticky.get(topic) if key is None and partition is None else None
+        if p is None:
             p = await self._choose_partition(topic, key, partition)
-        elif key is not None:
-            p = partition_for_key(key, count)
-        else:
-            p = self._sticky[topic]
         if self._buffered + size <= self.config.buffer_memory:
             self._buffered += size
         else:
@@ -441,9 +435,10 @@ class Producer:
 class BatchResult:
     """How one batch ended: its base offset or its error, shared by the futures of its records."""
 
-    __slots__ = ("_waiter", "base_offset", "callbacks", "done", "error")
+    __slots__ = ("_waiter", "acked_at", "base_offset", "callbacks", "done", "error")
 
     def __init__(self) -> None:
+        self.acked_at = 0.0
         self.done = False
         self.base_offset = -1
         self.error: KafkaError | None = None
@@ -458,6 +453,7 @@ class BatchResult:
         return self._waiter
 
     def finish(self, base_offset: int, error: KafkaError | None) -> None:
+        self.acked_at = time.monotonic()
         self.done = True
         self.base_offset = base_offset
         self.error = error
@@ -502,6 +498,20 @@ class RecordFuture:
         offset = r.base_offset + self._index if r.base_offset >= 0 else -1
         return RecordMetadata(b.topic, b.partition, offset, b.records[self._index].timestamp_ms)
 
+    @property
+    def first_in_batch(self) -> bool:
+        return self._index == 0
+
+    @property
+    def batch_records(self) -> int:
+        """How many records share this record's batch (and its answer)."""
+        return len(self._batch.records)
+
+    @property
+    def acked_at(self) -> float:
+        """time.monotonic() when the batch was answered (0 before)."""
+        return self._batch.result.acked_at
+
     def add_done_callback(self, fn: Callable[[RecordFuture], object]) -> None:
         """`fn(self)` once the batch is answered (at once, from the loop, if it already is)."""
         r = self._batch.result
@@ -528,6 +538,7 @@ def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int
 
 
 INT32_MAX = (1 << 31) - 1
+_NO_HEADERS: Headers = []  # shared by records without headers; never mutated
 
 
 def increment_sequence(sequence: int, increment: int) -> int:

@@ -58,32 +58,45 @@ def _varint(n: int) -> bytes:
     return _SMALL[n] if 0 <= n < 16384 else encode_varint(n)
 
 
-def _varlong(n: int) -> bytes:
-    return _SMALL[n] if 0 <= n < 16384 else encode_varlong(n)
-
-
 def _encode_records(records: Sequence[ProducerRecord], base_ts: int) -> bytes:
     parts: list[bytes] = []
     append = parts.append
+    small, null, join = _SMALL, _NULL, b"".join
     for i, r in enumerate(records):
-        key, value = r.key, r.value
+        key, value, headers = r.key, r.value, r.headers
+        dt = r.timestamp_ms - base_ts
         body = [
             b"\x00",
-            _varlong(r.timestamp_ms - base_ts),
-            _varint(i),
-            _NULL if key is None else _varint(len(key)),
-            key or b"",
-            _NULL if value is None else _varint(len(value)),
-            value or b"",
-            _varint(len(r.headers)),
+            small[dt] if 0 <= dt < 16384 else encode_varlong(dt),
+            small[i] if i < 16384 else encode_varint(i),
         ]
-        for hkey, hvalue in r.headers:
-            raw = hkey.encode()
-            body += (_varint(len(raw)), raw, _NULL if hvalue is None else _varint(len(hvalue)), hvalue or b"")
-        joined = b"".join(body)
-        append(_varint(len(joined)))
+        if key is None:
+            body.append(null)
+        else:
+            n = len(key)
+            body += (small[n] if n < 16384 else encode_varint(n), key)
+        if value is None:
+            body.append(null)
+        else:
+            n = len(value)
+            body += (small[n] if n < 16384 else encode_varint(n), value)
+        if headers:
+            body.append(_varint(len(headers)))
+            for hkey, hvalue in headers:
+                raw = hkey.encode()
+                body += (
+                    _varint(len(raw)),
+                    raw,
+                    null if hvalue is None else _varint(len(hvalue)),
+                    hvalue or b"",
+                )
+        else:
+            body.append(b"\x00")
+        joined = join(body)
+        n = len(joined)
+        append(small[n] if n < 16384 else encode_varint(n))
         append(joined)
-    return b"".join(parts)
+    return join(parts)
 
 
 def build_batch(
