@@ -108,3 +108,25 @@ def test_sigterm_runs_a_controlled_shutdown(cluster: Cluster, tmp_path: Path) ->
     assert all(p.leader == -1 for p in cluster.image().topics.get_topic("t").partitions.values())
     proc = cluster.brokers[B].proc
     assert proc is not None and "controlled shutdown complete" in proc.log_text()
+
+
+def test_single_dir_broker_sharing_its_dir_with_the_metadata_log(cluster: Cluster, tmp_path: Path) -> None:
+    """One log dir, also the metadata.log.dir: replicas are placed by the controller, nothing to report."""
+    only = tmp_path / "only"
+    cluster.add_broker(B, [only], metadata_dir=only)
+    cluster.start_controller()
+    cluster.start_broker(B)
+    cluster.wait_running(B)
+    cluster.create_topic("solo", [[B]] * 3)
+    node = cluster.brokers[B]
+    health = wait_until(
+        "three replicas hosted", lambda: h if (h := node.health())["replicas"].get("replicas") == 3 else None
+    )
+    assert health["assign_replicas_to_dirs_requests"] == 0
+    assert sorted(p.name for p in only.iterdir() if p.name.startswith("solo-")) == [
+        "solo-0",
+        "solo-1",
+        "solo-2",
+    ]
+    assert (only / "__cluster_metadata-0").is_dir()
+    assert all(p.leader == B for p in cluster.image().topics.get_topic("solo").partitions.values())
