@@ -67,7 +67,7 @@ class Display:
     def __init__(self, console: Console, live: bool) -> None:
         self.console = console
         self.live_mode = live
-        self.events: deque[str] = deque(maxlen=12)
+        self.events: deque[str] = deque(maxlen=40)
         self.step = ""
         self.producer = ""
         self.view: ClusterView | None = None
@@ -122,7 +122,11 @@ class Display:
         if self.producer:
             parts.append(Text(f"producer: {self.producer}", style="cyan"))
         if self.events:
-            parts.append(Panel(Text.from_markup("\n".join(self.events)), title="events", title_align="left"))
+            # The events get what the tables leave of the terminal; the oldest give way first.
+            used = 4 + sum(len(p.rows) + 4 for p in parts if hasattr(p, "rows"))
+            room = max(3, self.console.size.height - used - 2)
+            shown = list(self.events)[-room:]
+            parts.append(Panel(Text.from_markup("\n".join(shown)), title="events", title_align="left"))
         return Group(*parts)
 
 
