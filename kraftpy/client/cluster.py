@@ -28,6 +28,9 @@ def url_of(address: str) -> str:
     return f"http://{address}"
 
 
+METADATA_TIMEOUT_S = 5.0
+
+
 def _address(url: str) -> str:
     return url.removeprefix("http://").removeprefix("https://")
 
@@ -127,10 +130,13 @@ class ClusterMetadata:
         self.controller_id = -1
         self._lock = asyncio.Lock()
         self._generation = 0
+        self._last_good: str | None = None
 
     def urls(self) -> list[str]:
+        """Where to ask for metadata: the server that answered last, the bootstrap list, then the rest."""
         known = [b.url for b in self.brokers.values()]
-        return list(dict.fromkeys([*known, *self.bootstrap]))
+        first = [self._last_good] if self._last_good else []
+        return list(dict.fromkeys([*first, *self.bootstrap, *known]))
 
     async def fetch(self, topics: list[str] | None, version: int = 12) -> MetadataResponse:
         """A Metadata answer from the first address that gives one."""
@@ -141,10 +147,17 @@ class ClusterMetadata:
         last: KafkaError | None = None
         for url in self.urls():
             try:
-                resp: MetadataResponse = await self.pool.get(url).call("Metadata", req, version)
-                return resp
+                # A short timeout: a hung server must not hold up the search for one that answers.
+                resp: MetadataResponse = await self.pool.get(url).call(
+                    "Metadata", req, version, timeout=METADATA_TIMEOUT_S
+                )
             except KafkaError as e:
                 last = e
+                if self._last_good == url:
+                    self._last_good = None
+                continue
+            self._last_good = url
+            return resp
         raise ClientError(
             last.code if last else Errors.NETWORK_EXCEPTION,
             f"no server answered Metadata ({', '.join(_address(u) for u in self.urls())})",

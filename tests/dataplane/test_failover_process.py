@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
+import time
 from typing import Any
 
 import pytest
 
+from kraftpy.client import Producer, consume_all
 from tests.dataplane.cluster import DataCluster, wait_until
 from tests.dataplane.workload import produce_with_fault, read_back, verify
 from tests.support.processes import kraftpy_command
@@ -211,3 +213,71 @@ def test_admin_and_console_tools(cluster: DataCluster) -> None:
         "topic gone",
         lambda: "manual" not in c.kraftpy("topics", "list", "--bootstrap-server", c.bootstrap).split(),
     )
+
+
+def test_deposed_leader_truncates_what_only_it_had(cluster: DataCluster) -> None:
+    """Records only the old leader took (acks=1 while its followers were stopped) are cut from its
+    log when it comes back (DivergingEpoch), and every replica ends with the same records."""
+    import signal
+
+    c = cluster
+    c.kraftpy(
+        "topics", "create", "--bootstrap-server", c.bootstrap, "--topic", "trunc",
+        "--partitions", "1", "--replication-factor", "3", "--config", "min.insync.replicas=2",
+    )  # fmt: skip
+    p0 = next(p for p in json.loads(
+        c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", "trunc", "--json")
+    )[0]["partitions"])  # fmt: skip
+    old, followers = p0["leader"], [b for b in p0["replicas"] if b != p0["leader"]]
+
+    async def send(values: list[bytes], bootstrap: str = c.bootstrap, **cfg: Any) -> list[int]:
+        async with Producer(bootstrap, **cfg) as producer:
+            futs = [await producer.send("trunc", v) for v in values]
+            await producer.flush()
+            return [(await f).offset for f in futs]
+
+    committed = asyncio.run(send([b"c%03d" % i for i in range(100)]))
+    assert committed == list(range(100))
+    for b in followers:
+        c.brokers[b].proc.signal_group(signal.SIGSTOP)  # type: ignore[union-attr]
+    try:
+        # Past the followers' last long poll (replica.fetch.wait.max.ms 500), nothing more reaches
+        # them; well within the session and lag timeouts, so they stay unfenced and in the ISR.
+        # Through the leader only: a stopped broker would hold a request until it times out.
+        time.sleep(1.0)
+        lone = asyncio.run(
+            send([b"lone%d" % i for i in range(5)], c.brokers[old].address, acks=1, enable_idempotence=False)
+        )
+        assert lone == list(range(100, 105))
+        c.brokers[old].proc.kill9()  # type: ignore[union-attr]
+    finally:
+        for b in followers:
+            c.brokers[b].proc.signal_group(signal.SIGCONT)  # type: ignore[union-attr]
+
+    new_leader = wait_until(
+        "a new leader", lambda: (p := partition_of(c, "trunc")) and p["leader"] in followers and p["leader"]
+    )
+    later = asyncio.run(send([b"n%03d" % i for i in range(50)]))
+    assert later == list(range(100, 150))  # the lone records are not in the new leader's log
+
+    c.start_broker(old)
+    wait_until("the old leader back in the ISR", lambda: old in partition_of(c, "trunc")["isr"])
+    assert "truncated after a leader change" in c.brokers[old].proc.log_text()  # type: ignore[union-attr]
+
+    expected = [b"c%03d" % i for i in range(100)] + [b"n%03d" % i for i in range(50)]
+    values = [r.value for r in asyncio.run(consume_all(c.bootstrap, "trunc"))]
+    assert values == expected
+    # Now read the old leader's own copy: make it lead by stopping the others.
+    for b in followers:
+        c.brokers[b].proc.kill9()  # type: ignore[union-attr]
+    wait_until("the old leader leading again", lambda: partition_of(c, "trunc")["leader"] == old, timeout=60)
+    values = [r.value for r in asyncio.run(consume_all(c.bootstrap, "trunc"))]
+    assert values == expected
+    assert new_leader in followers
+
+
+def partition_of(c: DataCluster, topic: str) -> dict[str, Any]:
+    rows = json.loads(
+        c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", topic, "--json")
+    )
+    return rows[0]["partitions"][0]  # type: ignore[no-any-return]
