@@ -102,7 +102,10 @@ class AlterPartitionManager:
                 continue
             changes = list(self._queued.values())
             self._queued.clear()
-            await self._send(changes)
+            try:
+                await self._send(changes)
+            except Exception:
+                log.exception("AlterPartition round failed")
 
     async def _send(self, changes: list[IsrChange]) -> None:
         keys = [(c.topic_partition.topic_id, c.topic_partition.partition) for c in changes]

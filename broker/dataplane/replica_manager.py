@@ -326,17 +326,22 @@ class ReplicaManager:
         interval = max(lag // 2, ISR_CHECK_MIN_MS) / 1000
         while True:
             await asyncio.sleep(interval)
-            now = now_ms()
-            for hp in list(self.partitions.values()):
-                change = hp.state.maybe_shrink_isr(now, lag)
-                if change is not None:
-                    log.info(
-                        "shrinking ISR",
-                        partition=str(hp.tp),
-                        isr=list(hp.state.isr),
-                        new_isr=list(change.new_isr),
-                    )
-                    self.alter_partition.submit(change)
+            try:
+                self._shrink_lagging_isrs(now_ms(), lag)
+            except Exception:
+                log.exception("ISR check failed")
+
+    def _shrink_lagging_isrs(self, now: int, lag: int) -> None:
+        for hp in list(self.partitions.values()):
+            change = hp.state.maybe_shrink_isr(now, lag)
+            if change is not None:
+                log.info(
+                    "shrinking ISR",
+                    partition=str(hp.tp),
+                    isr=list(hp.state.isr),
+                    new_isr=list(change.new_isr),
+                )
+                self.alter_partition.submit(change)
 
     def _high_watermarks(self) -> dict[Uuid, dict[TopicIdPartition, int]]:
         out: dict[Uuid, dict[TopicIdPartition, int]] = {}
@@ -348,7 +353,10 @@ class ReplicaManager:
     async def _hw_checkpoint_loop(self) -> None:
         while True:
             await asyncio.sleep(self.settings.hw_checkpoint_interval_ms / 1000)
-            await self.checkpoints.write(self._high_watermarks())
+            try:
+                await self.checkpoints.write(self._high_watermarks())
+            except Exception:
+                log.exception("writing high watermark checkpoints failed")
 
     # ---- produce --------------------------------------------------------------------------------
 
