@@ -207,6 +207,9 @@ class ReplicaFetcher:
             fs.initialized = True
         except (LogDirOfflineError, KafkaError):
             self.remove(fs.hp.key)
+        except Exception:
+            log.exception("follower fetch state unreadable", partition=str(fs.hp.tp))
+            self._delay([fs], self.manager.settings.fetch_backoff_ms)
 
     async def _handle(self, fs: FetchState, pd: FetchResponse.PartitionData) -> None:
         if self.partitions.get(fs.hp.key) is not fs:
@@ -243,6 +246,11 @@ class ReplicaFetcher:
             self.remove(fs.hp.key)
         except KafkaError as e:
             log.warning("follower append failed", partition=str(fs.hp.tp), error=str(e))
+            self._delay([fs], settings.fetch_backoff_ms)
+        except Exception:
+            # A log closed under us (moved or deleted by the shell) or a bug: this partition waits,
+            # the others of this leader keep going; the next metadata publish starts it over.
+            log.exception("follower fetch handling failed", partition=str(fs.hp.tp))
             self._delay([fs], settings.fetch_backoff_ms)
 
     async def _truncate(self, fs: FetchState, diverging: EpochEnd) -> None:
