@@ -182,12 +182,27 @@ class ReplicaManager:
                 and hp.local is not None
                 and hp.local.log_dir.online
                 and hp.state.role is not Role.NONE
+                and not await self._log_replaced(hp)
             ):
                 continue
             todo.append(self._apply_or_offline(hp, reg))
         # Concurrently: a stalled dir holds back only the transitions of its own partitions.
         await asyncio.gather(*todo)
         self._waiting_for_logs &= wanted_keys
+
+    async def _log_replaced(self, hp: HostedPartition) -> bool:
+        """The shell closed our log or swapped it (a future log promoted): start the replica over."""
+        try:
+            current = await self.host.local_log(hp.tp)
+        except KafkaError:
+            return True  # offline now: _apply says so
+        if current is not None and hp.local is not None and current.log is hp.local.log:
+            return False
+        log.info("partition log replaced by the broker; restarting the replica", partition=str(hp.tp))
+        self.fetchers.remove(hp.key)
+        hp.state.stop()
+        hp.local = None
+        return True
 
     async def _apply_or_offline(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
         try:
