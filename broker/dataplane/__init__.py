@@ -60,12 +60,14 @@ class DataPlane:
 
     def install(self, app: web.Application) -> None:
         """Serve the data plane's APIs on `app`; "Fetch" there becomes the broker's multi-partition fetch."""
-        from protocol.transport import add_handler
+        from broker.dataplane.metrics import register
+        from protocol.transport import REGISTRY, add_handler
         from protocol.transport.server import SPECS
 
         app[SPECS]["Fetch"] = FETCH_SPEC
         for name, handler in self.handlers().items():
             add_handler(app, name, handler)
+        register(app[REGISTRY], self.replicas)
 
     async def start(self) -> None:
         await self.replicas.start()

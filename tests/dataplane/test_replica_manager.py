@@ -360,3 +360,23 @@ async def test_failed_dir_answers_kafka_storage_error(plane: tuple[DataPlane, Ho
     dirs = (await dp.api.describe_log_dirs(DescribeLogDirsRequest(Topics=None), 4)).Results
     by_id = {d.DirectoryId: d for d in dirs}
     assert by_id[DIR_A].ErrorCode == Errors.KAFKA_STORAGE_ERROR and not by_id[DIR_A].Topics
+
+
+async def test_gauges_on_the_metrics_registry(plane: tuple[DataPlane, Host]) -> None:
+    from prometheus_client import generate_latest
+
+    from protocol.transport import REGISTRY, create_app
+
+    dp, _ = plane
+    app = create_app({})
+    dp.install(app)
+    text = generate_latest(app[REGISTRY]).decode()
+    assert "kraftpy_dataplane_leader_count 2.0" in text
+    assert "kraftpy_dataplane_partition_count 2.0" in text
+    assert "kraftpy_dataplane_under_replicated_partitions 0.0" in text
+    assert "kraftpy_dataplane_under_min_isr_partition_count 1.0" in text  # t-1: ISR 1 < 2
+    from protocol.transport import HANDLERS
+
+    assert {"Produce", "Fetch", "ListOffsets", "Metadata", "DescribeLogDirs", "InitProducerId"} <= set(
+        app[HANDLERS]
+    )
