@@ -205,6 +205,13 @@ class KafkaConfig(BaseModel):
     default_replication_factor: Int = Field(1, alias="default.replication.factor", ge=1)
     min_insync_replicas: Int = Field(1, alias="min.insync.replicas", ge=1)
     replica_lag_time_max_ms: Long = Field(30000, alias="replica.lag.time.max.ms")
+    replica_fetch_wait_max_ms: Int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)
+    replica_fetch_max_bytes: Int = Field(1048576, alias="replica.fetch.max.bytes", ge=0)
+    replica_fetch_backoff_ms: Int = Field(1000, alias="replica.fetch.backoff.ms", ge=0)
+    replica_high_watermark_checkpoint_interval_ms: Long = Field(
+        5000, alias="replica.high.watermark.checkpoint.interval.ms", ge=1
+    )
+    replica_socket_timeout_ms: Int = Field(30000, alias="replica.socket.timeout.ms")
     unclean_leader_election_enable: Bool = Field(False, alias="unclean.leader.election.enable")
     eligible_leader_replicas_enable: Bool = Field(False, alias="eligible.leader.replicas.enable")
 

@@ -89,22 +89,14 @@ class _Settings:
 
 def _settings(host: DataPlaneHost) -> _Settings:
     cfg = host.config
-    raw = getattr(cfg, "originals", None) or {}
-
-    def own(name: str, default: int) -> int:
-        try:
-            return int(raw.get(name, default))
-        except (TypeError, ValueError):
-            return default
-
     return _Settings(
         replica_lag_time_max_ms=int(cfg.replica_lag_time_max_ms),
         min_insync_replicas=int(cfg.min_insync_replicas),
-        fetch_wait_max_ms=own("replica.fetch.wait.max.ms", 500),
-        fetch_max_bytes=own("replica.fetch.max.bytes", 1024 * 1024),
-        fetch_backoff_ms=own("replica.fetch.backoff.ms", 1000),
-        hw_checkpoint_interval_ms=own("replica.high.watermark.checkpoint.interval.ms", 5000),
-        request_timeout_ms=own("replica.socket.timeout.ms", 30000),
+        fetch_wait_max_ms=int(cfg.replica_fetch_wait_max_ms),
+        fetch_max_bytes=int(cfg.replica_fetch_max_bytes),
+        fetch_backoff_ms=int(cfg.replica_fetch_backoff_ms),
+        hw_checkpoint_interval_ms=int(cfg.replica_high_watermark_checkpoint_interval_ms),
+        request_timeout_ms=int(cfg.replica_socket_timeout_ms),
     )
 
 
