@@ -352,9 +352,8 @@ class Demo:
             with contextlib.suppress(Exception):
                 self.producer.kill()
         if self.cluster is not None:
-            self.d.say(
-                "stopping the cluster (controller first: its log ends as the story did) and removing its disks"
-            )
+            disks = " and removing its disks" if self.mode.startswith("real") else ""
+            self.d.say(f"stopping the cluster (controller first: its log ends as the story did){disks}")
             with contextlib.suppress(Exception):
                 self.cluster.down(say=self.d.event, controller_first=True)
             self.cluster = None
