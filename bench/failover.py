@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -240,6 +241,8 @@ def main() -> int:
         if producer is not None:
             producer.kill()
         cluster.down()
+        if args.work_dir is None:
+            shutil.rmtree(work, ignore_errors=True)  # a temporary dir: nothing in it is kept
 
     from rich.console import Console
     from rich.table import Table
