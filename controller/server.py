@@ -28,6 +28,7 @@ import structlog
 from aiohttp import web
 
 from controller.committed_image import CommittedImage
+from controller.core.partition_change import Election
 from controller.errors import StartupError
 from controller.event_queue import ControllerEventQueue, EventTimeoutError, QueueClosedError, WriteContext
 from controller.log_sink import MetadataLogSink, PreparedAppend
@@ -252,6 +253,12 @@ class ControllerServer:
             self._timers.append(asyncio.ensure_future(self._noop_timer(cfg.metadata_max_idle_interval_ms)))
         self._timers.append(asyncio.ensure_future(self._session_timer()))
         self._timers.append(asyncio.ensure_future(self._unclean_election_timer()))
+        if cfg.auto_leader_rebalance_enable:
+            self._timers.append(
+                asyncio.ensure_future(
+                    self._preferred_election_timer(cfg.leader_imbalance_check_interval_seconds)
+                )
+            )
         self._timers.append(asyncio.ensure_future(self._snapshot_timer()))
 
     # ---- stop -------------------------------------------------------------------------------------
@@ -342,6 +349,16 @@ class ControllerServer:
             await asyncio.sleep(UNCLEAN_ELECTION_CHECK_INTERVAL_MS / 1000)
             await self._timer_write(
                 "electUncleanLeaders", lambda ctx: self.core.maybe_elect_unclean_leaders()
+            )
+
+    async def _preferred_election_timer(self, interval_s: int) -> None:
+        # Leadership drifts to whichever replica was placed or came back first (a multi-dir broker
+        # stays fenced until its replicas are placed); like Kafka's auto leader rebalance, move it
+        # back to the preferred replica wherever that one is acceptable again.
+        while True:
+            await asyncio.sleep(interval_s)
+            await self._timer_write(
+                "electPreferredLeaders", lambda ctx: self.core.elect_leaders(Election.PREFERRED)
             )
 
     async def _snapshot_timer(self) -> None:

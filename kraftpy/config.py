@@ -213,6 +213,10 @@ class KafkaConfig(BaseModel):
     )
     replica_socket_timeout_ms: Int = Field(30000, alias="replica.socket.timeout.ms")
     unclean_leader_election_enable: Bool = Field(False, alias="unclean.leader.election.enable")
+    auto_leader_rebalance_enable: Bool = Field(True, alias="auto.leader.rebalance.enable")
+    leader_imbalance_check_interval_seconds: Long = Field(
+        300, alias="leader.imbalance.check.interval.seconds", ge=1
+    )
     eligible_leader_replicas_enable: Bool = Field(False, alias="eligible.leader.replicas.enable")
 
     # -- metadata log

@@ -18,6 +18,7 @@ import pytest
 from protocol.control_records import control_records
 from protocol.errors import Errors
 from protocol.record_batch import iter_batches, metadata_records
+from protocol.rpc.alter_partition import AlterPartitionRequest
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.rpc.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
@@ -549,3 +550,71 @@ def test_unformatted_storage_is_one_clear_error(tmp_path: Path) -> None:
     )
     proc = _run_controller(cfg)
     _assert_one_clear_line(proc, "storage format")
+
+
+async def test_leadership_returns_to_the_preferred_replica(
+    controller_node: Callable[..., ControllerNode], client_for: Any
+) -> None:
+    """auto.leader.rebalance.enable: a preferred replica that was fenced at creation leads once it can."""
+    node = controller_node({**QUIET, "leader.imbalance.check.interval.seconds": 1})
+    client = client_for(node)
+    two = await register(client, node, 2, dirs(1))
+    three = await register(client, node, 3, dirs(1))
+    assert not (await unfence(client, 2, two.BrokerEpoch)).IsFenced
+    created = await client.call(
+        "CreateTopics",
+        CreateTopicsRequest(
+            Topics=[
+                CreateTopicsRequest.CreatableTopic(
+                    Name="drift",
+                    NumPartitions=-1,
+                    ReplicationFactor=-1,
+                    Assignments=[
+                        CreateTopicsRequest.CreatableReplicaAssignment(PartitionIndex=0, BrokerIds=[3, 2])
+                    ],
+                )
+            ]
+        ),
+    )
+    assert created.Topics[0].ErrorCode == 0, created.Topics[0]
+
+    async def leader() -> int:
+        md = await client.call("Metadata", MetadataRequest(Topics=None))
+        return md.Topics[0].Partitions[0].LeaderId
+
+    assert await leader() == 2  # broker 3 was fenced when the topic was made
+    assert not (await unfence(client, 3, three.BrokerEpoch)).IsFenced
+    # Broker 3 caught up: the leader brings it into the ISR, as its data plane would.
+    expanded = await client.call(
+        "AlterPartition",
+        AlterPartitionRequest(
+            BrokerId=2,
+            BrokerEpoch=two.BrokerEpoch,
+            Topics=[
+                AlterPartitionRequest.TopicData(
+                    TopicId=created.Topics[0].TopicId,
+                    Partitions=[
+                        AlterPartitionRequest.PartitionData(
+                            PartitionIndex=0,
+                            LeaderEpoch=0,
+                            PartitionEpoch=0,
+                            NewIsrWithEpochs=[
+                                AlterPartitionRequest.BrokerState(BrokerId=2, BrokerEpoch=two.BrokerEpoch),
+                                AlterPartitionRequest.BrokerState(BrokerId=3, BrokerEpoch=three.BrokerEpoch),
+                            ],
+                        )
+                    ],
+                )
+            ],
+        ),
+    )
+    assert expanded.ErrorCode == 0 and expanded.Topics[0].Partitions[0].ErrorCode == 0, expanded
+    current = await leader()
+    for _ in range(100):
+        if current == 3:
+            break
+        await asyncio.sleep(0.1)
+        await heartbeat(client, 2, two.BrokerEpoch, 1 << 40)
+        await heartbeat(client, 3, three.BrokerEpoch, 1 << 40)
+        current = await leader()
+    assert current == 3
