@@ -35,11 +35,12 @@ def main() -> None:
     killed = kill_stray_processes()
     if killed:
         print(f"janitor: killed stray kraftpy processes {killed}")
-    try:
-        from kraftpy.disk import cleanup_leftovers  # type: ignore[attr-defined]
-    except ImportError:
-        return
-    cleanup_leftovers()
+    # Namespaces and the blackhole route of a crashed multi-host cluster, then loop devices and mounts.
+    from kraftpy.cluster.janitor import cleanup_leftovers as cleanup_cluster
+    from kraftpy.disk import cleanup_leftovers as cleanup_disks
+
+    for what in (*cleanup_cluster(), *cleanup_disks()):
+        print(f"janitor: {what}")
 
 
 if __name__ == "__main__":
