@@ -62,6 +62,7 @@ DERIVED_TABLES = (
     "recovery_partitions", "recovery", "dir_balance", "record_mix", "timeline",
 )
 RECORDS_PER_SHUFFLE_PARTITION = 2_000_000
+QUICK_JVM_MAX_LOG_BYTES = 64 << 20
 MIN_RANGE_BYTES = 256 * 1024
 MAX_RANGE_BYTES = 32 * 1024 * 1024
 _NICE_BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000, 604_800_000)
@@ -394,7 +395,8 @@ def _run(
     prior_ingests = list(cp_old.ingests) if (cp_old is not None and plan.rebuild) else []
 
     try:
-        handle = open_session(master)
+        log_bytes = sum(f.size for f in (*files.segments, *files.snapshots))
+        handle = open_session(master, quick=log_bytes < QUICK_JVM_MAX_LOG_BYTES)
     except Exception as e:  # Java missing, port clash...: one line for the user, not a JVM dump
         raise AnalysisError(f"cannot start Spark on {master or 'local[2]'}: {_first_line(e)}") from None
     spark = handle.spark

@@ -26,7 +26,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     require_real(SPARK_WHAT, spark_available())
     from pyspark.sql import SparkSession
 
-    from kraftpy.analytics.session import LOG4J_CONFIG
+    from kraftpy.analytics.session import driver_java_options
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -41,7 +41,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         .config("spark.sql.execution.pythonUDF.arrow.enabled", "false")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(scratch / "warehouse"))
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG4J_CONFIG.as_uri()}")
+        .config("spark.driver.extraJavaOptions", driver_java_options(quick=True))
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")

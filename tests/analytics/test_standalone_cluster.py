@@ -21,13 +21,14 @@ from typing import IO, Any
 import pytest
 
 from kraftpy.analytics.job import SUMMARY_FILE
+from kraftpy.analytics.session import QUICK_JVM_OPTIONS, driver_java_options
+from kraftpy.analytics.synthetic import write_dir_failure_log
 from tests.analytics.conftest import table
 from tests.support.processes import free_ports
 
 pytestmark = [pytest.mark.spark, pytest.mark.real, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
-FLINK = "flink-on-prem_cp7.6.0"
 START_TIMEOUT = 180.0
 
 
@@ -50,6 +51,7 @@ class StandaloneCluster:
             "PYSPARK_DRIVER_PYTHON": sys.executable,
             # No REST submission server: its fixed port (6066) would clash between clusters.
             "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+            "SPARK_DAEMON_JAVA_OPTS": QUICK_JVM_OPTIONS,
         }
 
     def _start(self, name: str, *args: str) -> Path:
@@ -134,24 +136,27 @@ def cluster(spark: Any, tmp_path: Path) -> Iterator[StandaloneCluster]:
     assert c.leftovers() == []
 
 
-def test_spark_submit_to_a_standalone_cluster(
-    cluster: StandaloneCluster, spark: Any, samples_dir: Path, tmp_path: Path
-) -> None:
+def test_spark_submit_to_a_standalone_cluster(cluster: StandaloneCluster, spark: Any, tmp_path: Path) -> None:
+    log = tmp_path / "meta"
+    story = write_dir_failure_log(log)
     out = tmp_path / "out"
     result = subprocess.run(
         [str(cluster.spark_home / "bin" / "spark-submit"), "--master", cluster.url,
          "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
+         "--conf", f"spark.driver.extraJavaOptions={driver_java_options(quick=True)}",
+         "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
          str(REPO / "kraftpy" / "analytics" / "job.py"),
-         str(samples_dir / FLINK), "--out", str(out), "--range-bytes", "200000", "--no-report"],
+         str(log), "--out", str(out), "--range-bytes", "400", "--no-report"],
         env=cluster.env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     summary = json.loads((out / SUMMARY_FILE).read_text())
     assert summary["master"] == cluster.url
-    assert summary["ranges"] >= 6 and summary["records"] == 17027
-    assert table(spark, out, "records").count() == 17027
-    latest = table(spark, out, "partitions").filter("end_seq IS NULL AND NOT deleted").count()
-    assert latest == summary["partitions"] == 151
+    assert summary["ranges"] >= 4 and summary["records"] == 33
+    assert sorted(r["offset"] for r in table(spark, out, "records").select("offset").collect()) == list(range(33))
+    [failure] = summary["dir_failures"]
+    assert failure["directory"] == str(story.failed_dir)
+    assert failure["recovery_latency_ms"] == story.recovered_ms - story.failure_ms
     # Both workers ran executors for the job.
     for i in (1, 2):
         assert list((tmp_path / f"worker{i}").glob("app-*/*/stderr")), f"no executor ran on worker {i}"
