@@ -104,10 +104,23 @@ def _failure_plot(spark: SparkSession, out: Path, f: DirFailure, log_end: int) -
     ax.set_xlabel("seconds from the failure record")
     ax.set_ylabel("count")
     ax.set_title(f"broker {f.broker_id}, dir {f.directory}", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
     return _svg(fig)
+
+
+def _dates(ms: list[int]) -> list[dt.datetime]:
+    return [dt.datetime.fromtimestamp(m / 1000, tz=dt.UTC) for m in ms]
+
+
+def _date_axis(ax: Axes) -> None:
+    import matplotlib.dates as mdates
+
+    loc = mdates.AutoDateLocator(tz=dt.UTC)
+    ax.xaxis.set_major_locator(loc)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(loc, tz=dt.UTC))
+    ax.set_xlabel("time (UTC)")
 
 
 def _overview_plot(spark: SparkSession, out: Path, summary: Summary) -> str:
@@ -126,23 +139,24 @@ def _overview_plot(spark: SparkSession, out: Path, summary: Summary) -> str:
             F.max("leaderless_partitions").alias("leaderless_partitions"),
         )
     rows = tl.orderBy("timestamp").collect()
-    t0 = summary.first_timestamp if summary.first_timestamp is not None else int(rows[0]["timestamp"])
-    xs = [(int(r["timestamp"]) - t0) / 1000 for r in rows]
-    end = ((summary.last_timestamp or t0) - t0) / 1000
-    xs.append(max(end, xs[-1]))
+    ms = [int(r["timestamp"]) for r in rows]
     off = [int(r["offline_replicas"]) for r in rows]
     lead = [int(r["leaderless_partitions"]) for r in rows]
+    if summary.first_timestamp is not None and summary.first_timestamp < ms[0]:
+        ms, off, lead = [summary.first_timestamp, *ms], [0, *off], [0, *lead]
+    ms.append(max(summary.last_timestamp or ms[-1], ms[-1]))
     off.append(off[-1])
     lead.append(lead[-1])
     fig, ax = plt.subplots(figsize=(10, 2.8))
-    _steps(ax, xs, off, _C_OFFLINE, "offline replicas")
-    _steps(ax, xs, lead, _C_LEADERLESS, "leaderless partitions")
+    xs = _dates(ms)
+    ax.step(xs, off, where="post", color=_C_OFFLINE, label="offline replicas", linewidth=1.6)
+    ax.step(xs, lead, where="post", color=_C_LEADERLESS, label="leaderless partitions", linewidth=1.6)
     for f in summary.dir_failures:
-        ax.axvline((f.timestamp - t0) / 1000, color="black", linestyle="--", linewidth=0.8)
-    ax.set_xlabel(f"seconds since {_fmt_ts(t0)}")
+        ax.axvline(_dates([f.timestamp])[0], color="black", linestyle="--", linewidth=0.8)
+    _date_axis(ax)
     ax.set_ylabel("count")
     ax.set_title("whole log (dashed: dir failures)", fontsize=10)
-    ax.legend(fontsize=8, loc="upper right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)
     return _svg(fig)
@@ -159,11 +173,11 @@ def _balance_plot(summary: Summary) -> str:
     fig, ax = plt.subplots(figsize=(8, 0.35 * len(rows) + 1.0))
     ys = list(range(len(rows)))
     colors = ["#2ca02c" if r["online"] else _C_OFFLINE for r in rows]
-    ax.barh(ys, [r["replicas"] for r in rows], color=colors, label="replicas")
-    ax.barh(ys, [r["leaders"] or 0 for r in rows], color="black", alpha=0.35, height=0.4, label="leaders")
+    ax.barh(ys, [r["replicas"] for r in rows], color=colors, alpha=0.55, label="replicas")
+    ax.barh(ys, [r["leaders"] or 0 for r in rows], color="#333333", height=0.3, label="leaders")
     ax.set_yticks(ys, labels, fontsize=8)
     ax.invert_yaxis()
-    ax.set_xlabel("replicas at log end (green: dir online, red: offline; dark inner bar: leaders)")
+    ax.set_xlabel("replicas at log end (green: dir online, red: dir offline; thin dark bar: leaders)")
     ax.grid(axis="x", alpha=0.3)
     return _svg(fig)
 
@@ -174,31 +188,38 @@ def _mix_plot(spark: SparkSession, out: Path, summary: Summary) -> str:
     rows = spark.read.parquet(str(out / "record_mix")).collect()
     if not rows:
         return "<p>No segment records.</p>"
-    top = [t for t in summary.record_types if t != "NoOpRecord"][:TOP_TYPES]
+    names = list(summary.record_types)
+    top = names[:TOP_TYPES]
     series: dict[str, dict[int, int]] = {}
     for r in rows:
-        name = r["type_name"]
-        key = name if name in top or name == "NoOpRecord" else "other"
+        key = r["type_name"] if r["type_name"] in top else "other"
+        per = series.setdefault(key, {})
         b = int(r["bucket_timestamp"])
-        series.setdefault(key, {})
-        series[key][b] = series[key].get(b, 0) + int(r["records"])
+        per[b] = per.get(b, 0) + int(r["records"])
     buckets = sorted({int(r["bucket_timestamp"]) for r in rows})
-    t0 = buckets[0]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.2), gridspec_kw={"width_ratios": [1, 2.2]})
-    names = list(summary.record_types)[: TOP_TYPES + 2]
-    a1.barh(range(len(names)), [summary.record_types[n] for n in names], color="#7f7f7f")
-    a1.set_yticks(range(len(names)), names, fontsize=8)
+    totals = {b: sum(per.get(b, 0) for per in series.values()) for b in buckets}
+    width_ms = (buckets[1] - buckets[0]) if len(buckets) > 1 else 1000
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4), gridspec_kw={"width_ratios": [1, 2.2]})
+    shown = names[: TOP_TYPES + 3]
+    a1.barh(range(len(shown)), [summary.record_types[n] for n in shown], color="#7f7f7f")
+    a1.set_yticks(range(len(shown)), shown, fontsize=8)
     a1.invert_yaxis()
     a1.set_xscale("log")
-    a1.set_title("records per type (log scale)", fontsize=10)
-    xs = [(b - t0) / 1000 for b in buckets]
-    for name in sorted(series, key=lambda k: -sum(series[k].values())):
-        a2.plot(xs, [series[name].get(b, 0) for b in buckets], marker=".", linewidth=1, label=name)
-    a2.set_yscale("symlog")
-    a2.set_xlabel(f"seconds since {_fmt_ts(t0)}")
-    a2.set_title("records per type over time (per bucket)", fontsize=10)
-    a2.legend(fontsize=7, ncol=2, loc="upper right")
-    a2.grid(alpha=0.3)
+    a1.set_title("records per type (all, log scale)", fontsize=10)
+    xs = _dates(buckets)
+    bottom = [0.0] * len(buckets)
+    order = [n for n in top if n in series] + (["other"] if "other" in series else [])
+    cmap = plt.get_cmap("tab10")
+    for i, name in enumerate(order):
+        share = [series[name].get(b, 0) / totals[b] if totals[b] else 0 for b in buckets]
+        a2.bar(xs, share, bottom=bottom, width=dt.timedelta(milliseconds=width_ms * 0.9), align="edge",
+               color=cmap(i % 10), label=name)
+        bottom = [x + y for x, y in zip(bottom, share, strict=True)]
+    _date_axis(a2)
+    a2.set_ylim(0, 1)
+    a2.set_ylabel("share of records")
+    a2.set_title(f"record mix over time ({_fmt_ms(width_ms)} buckets)", fontsize=10)
+    a2.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     return _svg(fig)
 
 
