@@ -20,6 +20,8 @@ import sys
 import time
 from collections.abc import Sequence
 
+from kraftpy.process import event_loop_runner, parse_overrides, server_arg_parser
+
 PROCESS_START = time.monotonic()
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -27,20 +29,8 @@ DATAPLANE_STOP_TIMEOUT_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="kraftpy-broker",
-        description="Run a kraftpy KRaft broker (process.roles=broker) from a Kafka-style config.",
-    )
-    p.add_argument("-c", "--config", required=True, metavar="FILE", help="server .properties file")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a config property, overriding the file (repeatable)",
-    )
-    p.add_argument(
-        "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
+    p = server_arg_parser(
+        "kraftpy-broker", "Run a kraftpy KRaft broker (process.roles=broker) from a Kafka-style config."
     )
     p.add_argument(
         "--control-plane-only",
@@ -54,13 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
 def _overrides(items: Sequence[str]) -> dict[str, str]:
     from broker.startup import StartupError
 
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise StartupError(f"--override '{item}' is not of the form KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+    try:
+        return parse_overrides(items)
+    except ValueError as e:
+        raise StartupError(str(e)) from None
 
 
 def load_broker_config(path: str, overrides: dict[str, str]):  # -> KafkaConfig
@@ -161,13 +148,7 @@ def run(argv: Sequence[str] | None = None) -> int:
         print(f"kraftpy-broker: {e}", file=sys.stderr)
         return EXIT_FAILURE
     try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:
-        runner = asyncio.Runner()
-    try:
-        with runner:
+        with event_loop_runner() as runner:
             return runner.run(_serve(cfg, dirs, dataplane=not args.control_plane_only))
     except StartupError as e:
         print(f"kraftpy-broker: {e}", file=sys.stderr)

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import signal
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from controller.errors import StartupError
+from kraftpy.process import event_loop_runner, parse_overrides, server_arg_parser
 
 if TYPE_CHECKING:
     from kraftpy.config import KafkaConfig
@@ -25,32 +25,17 @@ EXIT_STARTUP = 1
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="kraftpy-controller",
-        description="Run a kraftpy KRaft controller (process.roles=controller) from a Kafka-style config.",
+    return server_arg_parser(
+        "kraftpy-controller",
+        "Run a kraftpy KRaft controller (process.roles=controller) from a Kafka-style config.",
     )
-    p.add_argument("-c", "--config", required=True, metavar="FILE", help="server .properties file")
-    p.add_argument(
-        "--override",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="set a config property, overriding the file (repeatable)",
-    )
-    p.add_argument(
-        "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
-    )
-    return p
 
 
 def _overrides(items: Sequence[str]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise StartupError(f"--override '{item}' is not of the form KEY=VALUE")
-        out[key.strip()] = value.strip()
-    return out
+    try:
+        return parse_overrides(items)
+    except ValueError as e:
+        raise StartupError(str(e)) from None
 
 
 def load_controller_config(path: str, overrides: dict[str, str]) -> KafkaConfig:
@@ -115,13 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_process_logging(role="controller", node_id=cfg.node_id, level=args.log_level.upper())
     try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:
-        runner = asyncio.Runner()
-    try:
-        with runner:
+        with event_loop_runner() as runner:
             return runner.run(_serve(cfg))
     except StartupError as e:
         print(f"kraftpy-controller: {e}", file=sys.stderr)
