@@ -123,10 +123,15 @@ def test_single_dir_broker_sharing_its_dir_with_the_metadata_log(cluster: Cluste
         "three replicas hosted", lambda: h if (h := node.health())["replicas"].get("replicas") == 3 else None
     )
     assert health["assign_replicas_to_dirs_requests"] == 0
-    assert sorted(p.name for p in only.iterdir() if p.name.startswith("solo-")) == [
-        "solo-0",
-        "solo-1",
-        "solo-2",
-    ]
+    # Logs are created when their partition is first served, which may come just after the plan.
+    created = wait_until(
+        "three partition dirs created",
+        lambda: (
+            names
+            if len(names := sorted(p.name for p in only.iterdir() if p.name.startswith("solo-"))) == 3
+            else None
+        ),
+    )
+    assert created == ["solo-0", "solo-1", "solo-2"]
     assert (only / "__cluster_metadata-0").is_dir()
     assert all(p.leader == B for p in cluster.image().topics.get_topic("solo").partitions.values())
