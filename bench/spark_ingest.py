@@ -107,6 +107,7 @@ def main() -> int:
     args = p.parse_args()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    print(f"load average at start: {' '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     tmp: Path | None = None
     log_dir = args.log_dir
     if log_dir is None:
@@ -148,6 +149,9 @@ def main() -> int:
             print(f"full run_analysis local[2]: {summary.records:,} records; ingest (decode + Parquet) "
                   f"{summary.records / sec['decode']:,.0f} records/s ({sec['decode']:.1f} s); "
                   f"derived tables {sec.get('state tables', 0) + sec.get('analyses', 0):.1f} s; total {sec['total']:.1f} s")
+            slowest = sorted(((v, k[6:]) for k, v in sec.items() if k.startswith("table ")), reverse=True)[:4]
+            print("  slowest tables: " + ", ".join(f"{name} {v:.1f} s" for v, name in slowest))
+        print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)

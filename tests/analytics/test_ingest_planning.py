@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -46,6 +47,24 @@ def test_ranges_are_batch_aligned_and_cover_the_segment(samples_dir: Path) -> No
     rows = [r for rng in scan.ranges for r in _rows(rng)]
     assert [r[1] for r in rows] == list(range(17027))
     assert sum(r[7] == "PartitionRecord" for r in rows) == 151
+
+
+def test_record_json_is_the_codecs_json_at_the_record_version(samples_dir: Path) -> None:
+    from kraftpy.analytics.decoding import _to_json
+    from protocol.record_batch import iter_batches, metadata_records
+
+    seen: set[tuple[str, int]] = set()
+    for name in ("otus_kafka_HW02_d9e6ebb", "LDI-POC_16c4da1"):
+        for seg in list_log_files(samples_dir / name).segments:
+            for batch in iter_batches(seg.path.read_bytes()):
+                if batch.is_control:
+                    continue
+                for rec in metadata_records(batch):
+                    expected = rec.message.to_json_dict(rec.version)
+                    assert json.loads(_to_json(rec.message, rec.version)) == expected
+                    seen.add((rec.message.NAME, rec.version))
+    # Nested structs (endpoints, features), Uuid lists and versioned fields are all covered.
+    assert {("RegisterBrokerRecord", 3), ("RegisterControllerRecord", 0), ("PartitionRecord", 1)} <= seen
 
 
 def test_base_snapshot_only_when_segments_do_not_start_at_zero(tmp_path: Path, samples_dir: Path) -> None:
