@@ -128,6 +128,9 @@ def _scan(plan: Plan, range_bytes: int) -> tuple[list[FileScan], list[CorruptSpo
 def _updated_checkpoint(base: Checkpoint, plan: Plan, scans: list[FileScan], skip: bool) -> Checkpoint:
     cp = base
     cp.base_snapshot = plan.base_snapshot
+    if plan.base_snapshot is not None:
+        # Offsets the snapshot holds are ingested: segments read later start after them.
+        cp.last_offset = max(cp.last_offset, plan.base_snapshot.end_offset - 1)
     for s in scans:
         if s.source != SEGMENT:
             continue
