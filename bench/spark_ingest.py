@@ -104,6 +104,7 @@ def main() -> int:
     p.add_argument("--log-dir", type=Path, help="where to write (or reuse) the generated log")
     p.add_argument("--range-bytes", type=int, default=8 << 20, help="bytes per decoding task")
     p.add_argument("--skip-full", action="store_true", help="skip the full run_analysis measurement")
+    p.add_argument("--repeat", type=int, default=1, help="alternate the decode measurements N times, keep the best")
     args = p.parse_args()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -130,18 +131,25 @@ def main() -> int:
         print(f"log: {records:,} records, {size / 2**20:.1f} MiB in {len(list(log_dir.glob('*.log')))} segments; "
               f"header scan {scan_s:.2f} s ({len(ranges)} ranges of ~{args.range_bytes >> 20} MiB)")
 
-        n0, s0 = single_process(ranges)
-        assert n0 == records, (n0, records)
-        print(f"single process decoder : {n0 / s0:>10,.0f} records/s  ({s0:.1f} s)")
-        rates = {}
-        for master in ("local[1]", "local[2]"):
-            n, s, startup = spark_decode(master, ranges)
-            assert n == records, (master, n, records)
-            rates[master] = n / s
-            print(f"spark {master:<16} : {n / s:>10,.0f} records/s  ({s:.1f} s; session start-up {startup:.1f} s)")
-        eff = rates["local[2]"] / rates["local[1]"] / 2
+        # Other work on the machine skews one pass; with --repeat the passes alternate and the best counts.
+        best: dict[str, float] = {}
+        for rnd in range(args.repeat):
+            tag = f" (pass {rnd + 1})" if args.repeat > 1 else ""
+            n0, s0 = single_process(ranges)
+            assert n0 == records, (n0, records)
+            best["single"] = max(best.get("single", 0.0), n0 / s0)
+            print(f"single process decoder{tag} : {n0 / s0:>10,.0f} records/s  ({s0:.1f} s)", flush=True)
+            for master in ("local[1]", "local[2]"):
+                n, s, startup = spark_decode(master, ranges)
+                assert n == records, (master, n, records)
+                best[master] = max(best.get(master, 0.0), n / s)
+                print(f"spark {master}{tag}{'':<{10 - len(master)}} : {n / s:>10,.0f} records/s  "
+                      f"({s:.1f} s; session start-up {startup:.1f} s)", flush=True)
+        eff = best["local[2]"] / best["local[1]"] / 2
+        print(f"best records/s: single process {best['single']:,.0f}, local[1] {best['local[1]']:,.0f}, "
+              f"local[2] {best['local[2]']:,.0f}")
         print(f"parallel efficiency    : {eff:.0%}  (local[2] vs local[1] on {os.cpu_count()} cores)")
-        print(f"spark local[2] vs one process: {rates['local[2]'] / (n0 / s0):.2f}x")
+        print(f"spark local[2] vs one process: {best['local[2]'] / best['single']:.2f}x")
 
         if not args.skip_full:
             summary = full_run(log_dir, "local[2]")
