@@ -232,7 +232,7 @@ def partition_events(events: DataFrame) -> DataFrame:
     cols = [
         "topic_id", "partition_id", "seq", "offset", "timestamp", "record_type", "is_create", "is_remove",
         "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_recovery_state",
-        "base_leader_epoch", "base_partition_epoch", "leader_named", "directories",
+        "base_leader_epoch", "base_partition_epoch", "leader_named", "sets_placement", "directories",
         "eligible_leader_replicas", "last_known_elr",
     ]
     common = [
@@ -247,7 +247,7 @@ def partition_events(events: DataFrame) -> DataFrame:
         *keys, F.lit(True).alias("is_create"), F.lit(False).alias("is_remove"), *common,
         F.col("r.Leader").alias("leader"), F.coalesce("r.LeaderRecoveryState", F.lit(0)).alias("leader_recovery_state"),
         F.col("r.LeaderEpoch").alias("base_leader_epoch"), F.col("r.PartitionEpoch").alias("base_partition_epoch"),
-        F.lit(0).alias("leader_named"),
+        F.lit(0).alias("leader_named"), F.lit(True).alias("sets_placement"),
         F.coalesce("r.Directories", F.array().cast("array<string>")).alias("directories"),
     )
     change = _of_type(events, PARTITION_CHANGE, _PARTITION_FIELDS).select(
@@ -256,6 +256,7 @@ def partition_events(events: DataFrame) -> DataFrame:
         F.when(F.col("r.LeaderRecoveryState") >= 0, F.col("r.LeaderRecoveryState")).alias("leader_recovery_state"),
         F.lit(None).cast("int").alias("base_leader_epoch"), F.lit(None).cast("int").alias("base_partition_epoch"),
         (F.coalesce("r.Leader", F.lit(NO_LEADER_CHANGE)) != NO_LEADER_CHANGE).cast("int").alias("leader_named"),
+        (F.col("r.Replicas").isNotNull() | (F.size("r.Directories") > 0)).alias("sets_placement"),
         F.when(F.size("r.Directories") > 0, F.col("r.Directories")).alias("directories"),
     )
     out = create.select(cols).unionByName(change.select(cols))
@@ -265,6 +266,7 @@ def partition_events(events: DataFrame) -> DataFrame:
     )
     known = out.select("topic_id", "partition_id").distinct()
     nulls = {c: F.lit(None) for c in cols[8:]}
+    nulls["sets_placement"] = F.lit(True)
     removed = removes.join(known, "topic_id").select(
         "topic_id", "partition_id", "seq", "offset", "timestamp", "record_type",
         F.lit(False).alias("is_create"), F.lit(True).alias("is_remove"),
@@ -305,11 +307,26 @@ def partitions_table(events: DataFrame) -> DataFrame:
         carried("leader_recovery_state").alias("leader_recovery_state"),
         carried("eligible_leader_replicas").alias("eligible_leader_replicas"),
         carried("last_known_elr").alias("last_known_elr"), F.col("is_remove").alias("deleted"),
+        # Which records can start a new replica_dirs or leadership interval (the others only
+        # move the ISR): those tables replay these rows alone.
+        F.col("sets_placement"),
+        (F.col("is_create") | F.col("is_remove") | (F.col("leader_named") == 1)).alias("sets_leader"),
         F.lead("seq").over(by_part).alias("end_seq"), F.lead("offset").over(by_part).alias("end_offset"),
         end_ts.alias("end_timestamp"), F.timestamp_millis(end_ts).alias("end_time"),
     )
     topics = topics_table(events).select("topic_id", "topic").dropDuplicates(["topic_id"])
     return df.join(F.broadcast(topics), "topic_id", "left").select("topic", *df.columns)
+
+
+def _change_points(partitions: DataFrame, flag: str) -> DataFrame:
+    """The partition states opened by records with `flag`, each lasting until the next such record."""
+    w = Window.partitionBy("topic_id", "partition_id").orderBy("seq")
+    ends = {"state_index", "end_seq", "end_offset", "end_timestamp", "end_time"}
+    return partitions.filter(F.col(flag)).select(
+        *[c for c in partitions.columns if c not in ends],
+        F.row_number().over(w).alias("state_index"), F.lead("seq").over(w).alias("end_seq"),
+        F.lead("offset").over(w).alias("end_offset"), F.lead("timestamp").over(w).alias("end_timestamp"),
+    )
 
 
 def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
@@ -327,13 +344,14 @@ def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
         F.max_by("end_seq", "state_index").alias("end_seq"),
         F.max_by("end_offset", "state_index").alias("end_offset"),
         F.max_by("end_timestamp", "state_index").alias("end_timestamp"),
-        F.count("*").alias("states"),
+        F.count("*").alias("records"),
     ).drop("_island")
 
 
 def replica_dirs_table(partitions: DataFrame) -> DataFrame:
     """Which directory held each replica, as intervals: a move or a reassignment ends one."""
-    live = partitions.filter(~F.col("deleted") & F.col("replicas").isNotNull())
+    points = _change_points(partitions, "sets_placement")
+    live = points.filter(~F.col("deleted") & F.col("replicas").isNotNull())
     exploded = live.select(
         "topic", "topic_id", "partition_id", "state_index", "seq", "offset", "timestamp",
         "end_seq", "end_offset", "end_timestamp",
@@ -344,13 +362,13 @@ def replica_dirs_table(partitions: DataFrame) -> DataFrame:
     df = _with_time(df, "start_timestamp", "end_timestamp")
     return df.select(
         "topic", "topic_id", "partition_id", "broker_id", "directory", "start_seq", "start_offset",
-        "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "states", "current",
+        "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "records", "current",
     )
 
 
 def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame:
     """Per partition, intervals with a leader and without one (leader -1); removal ends the last."""
-    df = partitions.withColumn(
+    df = _change_points(partitions, "sets_leader").withColumn(
         "leadership",
         F.when(F.col("deleted"), "deleted")
         .when(F.col("leader") >= 0, "leader")
@@ -366,5 +384,5 @@ def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame
     return df.select(
         "topic", "topic_id", "partition_id", "leadership", "has_leader", "start_seq", "start_offset",
         "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "open",
-        "duration_ms", "states",
+        "duration_ms", "records",
     )

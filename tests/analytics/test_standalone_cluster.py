@@ -7,6 +7,7 @@ zip the driver ships. Every process started here is stopped by its process group
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -30,6 +31,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.real, pytest.mark.slow]
 
 REPO = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 180.0
+PR_SET_PDEATHSIG = 1
 
 
 class StandaloneCluster:
@@ -60,6 +62,7 @@ class StandaloneCluster:
         proc = subprocess.Popen(
             [str(self.spark_home / "bin" / "spark-class"), *args],
             env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            preexec_fn=_die_with_parent,
         )
         self.procs.append((proc, log))
         return log_path
@@ -117,6 +120,13 @@ class StandaloneCluster:
             if any(m in cmd for m in marks):
                 found.append(f"{p.name}: {cmd[:200]!r}")
         return found
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: get SIGTERM if the test process dies without its finalizers running
+    (killed, or timed out hard), so no master or worker outlives the run."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _accepts(port: int) -> bool:
