@@ -85,19 +85,16 @@ def _spot_param() -> Any:
     return SpotList()
 
 
-def decode_partition(spots: Accumulator, count: Accumulator, ranges: Iterator[LogRange]) -> Iterator[tuple]:
+def decode_partition(spots: Accumulator, ranges: Iterator[LogRange]) -> Iterator[tuple]:
     """Executor side: decode the ranges of one task; corrupt batches go to the `spots` accumulator."""
     from kraftpy.analytics.decoding import iter_range
 
-    n = 0
     for rng in ranges:
         for item in iter_range(rng):
             if isinstance(item, CorruptSpot):
                 spots.add([item.to_dict()])
             else:
-                n += 1
                 yield item
-    count.add(n)
 
 
 # ---------------------------------------------------------------------------------------------- driver
@@ -206,7 +203,7 @@ class _Run:
 
 
 def _ingest(
-    spark: SparkSession, out: Path, cp: Checkpoint, plan: Plan, ranges: list[LogRange], skip: bool
+    spark: SparkSession, out: Path, cp: Checkpoint, ranges: list[LogRange], skip: bool
 ) -> tuple[Ingest | None, list[CorruptSpot]]:
     """Decode the ranges on executors into a new records/ingest=N directory (not yet committed)."""
     from pyspark.sql import functions as F
@@ -219,8 +216,7 @@ def _ingest(
     ship_code(spark)
     sc = spark.sparkContext
     spots_acc = sc.accumulator([], _spot_param())
-    count_acc = sc.accumulator(0)
-    rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(partial(decode_partition, spots_acc, count_acc))
+    rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(partial(decode_partition, spots_acc))
     df = spark.createDataFrame(rdd, RECORDS_DDL, verifySchema=False)
     df = df.withColumn("time", F.timestamp_millis("timestamp"))
     tmp = out / RECORDS / f"_tmp-{uuid.uuid4().hex[:8]}"
@@ -238,10 +234,12 @@ def _ingest(
     if spots and not skip:
         _remove(tmp)
         raise CorruptLogError(spots)
+    # Counted from the files written (Parquet footers), not an accumulator a retried task adds to twice.
+    written = spark.read.parquet(str(tmp)).count()
     name = cp.next_ingest_name(p.name for p in (out / RECORDS).iterdir())
     tmp.rename(out / RECORDS / name)
     files = sorted({r.file for r in ranges})
-    return Ingest(name=name, records=int(count_acc.value), ranges=len(ranges), files=files), spots
+    return Ingest(name=name, records=written, ranges=len(ranges), files=files), spots
 
 
 def _records_df(spark: SparkSession, out: Path, cp: Checkpoint) -> DataFrame | None:
@@ -426,7 +424,7 @@ def _run(
         summary.ranges = len(ranges)
         t = summary_tick(summary, "scan", t)
 
-        ingest, spots = _ingest(spark, out, cp, plan, ranges, skip_corrupt)
+        ingest, spots = _ingest(spark, out, cp, ranges, skip_corrupt)
         t = summary_tick(summary, "decode", t)
         all_spots = scan_spots + spots
         cp = _updated_checkpoint(cp, plan, scans, skip_corrupt)
