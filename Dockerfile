@@ -20,6 +20,7 @@ COPY pyproject.toml uv.lock README.md ./
 RUN uv sync --frozen --no-dev --no-install-project --no-install-package pyspark
 COPY protocol ./protocol
 COPY kraftpy ./kraftpy
+COPY tools ./tools
 COPY controller ./controller
 COPY broker ./broker
 RUN uv sync --frozen --no-dev --no-editable --no-install-package pyspark

@@ -30,12 +30,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kraftpy.cluster.cluster import LocalCluster
-from kraftpy.cluster.probe import fetch
-from kraftpy.cluster.spec import ClusterSpec
-from kraftpy.cluster.timeline import detection_ms, failover_timeline
-from kraftpy.cluster.view import ClusterView
-from kraftpy.cluster.workload import read_acks
+from tools.cluster.cluster import LocalCluster
+from tools.cluster.probe import fetch
+from tools.cluster.spec import ClusterSpec
+from tools.cluster.timeline import detection_ms, failover_timeline
+from tools.cluster.view import ClusterView
+from tools.cluster.workload import read_acks
 
 TOPIC = "bench-failover"
 FAULT_TIMES: list[int] = []
@@ -44,7 +44,7 @@ FAULT_TIMES: list[int] = []
 def _time_the_ioctl() -> None:
     """Record the moment the shutdown ioctl is called (the disk "dies" during that call, which takes a
     few ms), rather than the start of `fail_dir`, which also reads and writes the disk tool's state."""
-    from kraftpy.disk import faults
+    from tools.disk import faults
 
     original = faults.shutdown_filesystem
 

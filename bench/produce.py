@@ -32,16 +32,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from kraftpy.client import Admin, Producer
-from kraftpy.client.perf import ProduceStats, produce_perf
 from tests.dataplane.cluster import DataCluster
 from tests.support.processes import ProcessSet
+from tools.client import Admin, Producer
+from tools.client.perf import ProduceStats, produce_perf
 
 BROKERS = (1, 2, 3)
 
 
 def loop_disks_usable() -> bool:
-    from kraftpy.disk import have_tools
+    from tools.disk import have_tools
 
     return os.geteuid() == 0 and have_tools("ext4") and os.path.exists("/dev/loop-control")
 
@@ -128,7 +128,7 @@ def main() -> int:
     procs = ProcessSet(work)
     try:
         if not args.plain and loop_disks_usable():
-            from kraftpy.disk import DiskSet
+            from tools.disk import DiskSet
 
             disk_set = DiskSet(work / "disks")
             dirs = {}

@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from kraftpy.analytics.errors import CorruptSpot
-from kraftpy.analytics.logdir import list_log_files
-from kraftpy.analytics.splitting import SEGMENT, LogRange, scan_file
-from kraftpy.analytics.synthetic import write_large_log
+from tools.analytics.errors import CorruptSpot
+from tools.analytics.logdir import list_log_files
+from tools.analytics.splitting import SEGMENT, LogRange, scan_file
+from tools.analytics.synthetic import write_large_log
 
 DEFAULT_RECORDS = 10_000_000
 
@@ -51,7 +51,7 @@ def _ranges(log_dir: Path, range_bytes: int) -> tuple[list[LogRange], int]:
 
 
 def _count_rows(ranges: Any) -> Any:
-    from kraftpy.analytics.decoding import iter_range
+    from tools.analytics.decoding import iter_range
 
     n = 0
     for rng in ranges:
@@ -70,7 +70,7 @@ def single_process(ranges: list[LogRange]) -> tuple[int, float]:
 
 def spark_decode(master: str, ranges: list[LogRange]) -> tuple[int, float, float]:
     """Records decoded by executors and the seconds it took (session start-up excluded)."""
-    from kraftpy.analytics.session import open_session, ship_code
+    from tools.analytics.session import open_session, ship_code
 
     t = time.perf_counter()
     handle = open_session(master)
@@ -89,7 +89,7 @@ def spark_decode(master: str, ranges: list[LogRange]) -> tuple[int, float, float
 
 
 def full_run(log_dir: Path, master: str) -> Any:
-    from kraftpy.analytics import run_analysis
+    from tools.analytics import run_analysis
 
     out = Path(tempfile.mkdtemp(prefix="kraftpy-bench-out-"))
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.disk import DiskSet, LoopDisk, cleanup_leftovers, have_tools
+from tools.disk import DiskSet, LoopDisk, cleanup_leftovers, have_tools
 
 
 def _require_real(what: str, available: bool) -> None:

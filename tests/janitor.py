@@ -36,8 +36,8 @@ def main() -> None:
     if killed:
         print(f"janitor: killed stray kraftpy processes {killed}")
     # Namespaces and the blackhole route of a crashed multi-host cluster, then loop devices and mounts.
-    from kraftpy.cluster.janitor import cleanup_leftovers as cleanup_cluster
-    from kraftpy.disk import cleanup_leftovers as cleanup_disks
+    from tools.cluster.janitor import cleanup_leftovers as cleanup_cluster
+    from tools.disk import cleanup_leftovers as cleanup_disks
 
     for what in (*cleanup_cluster(), *cleanup_disks()):
         print(f"janitor: {what}")

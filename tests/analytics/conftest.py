@@ -26,7 +26,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     require_real(SPARK_WHAT, spark_available())
     from pyspark.sql import SparkSession
 
-    from kraftpy.analytics.session import driver_java_options
+    from tools.analytics.session import driver_java_options
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

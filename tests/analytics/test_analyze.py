@@ -10,18 +10,18 @@ from typing import Any
 
 import pytest
 
-from kraftpy.analytics.job import DERIVED_TABLES, RECORDS, REPORT_FILE, SUMMARY_FILE
-from kraftpy.analytics.logdir import list_log_files
-from kraftpy.analytics.summary import Summary
-from kraftpy.analytics.synthetic import (
+from kraftpy.image import MetadataDelta, MetadataImage
+from protocol.record_batch import iter_batch_positions, iter_batches, metadata_records
+from tests.analytics.conftest import table
+from tools.analytics.job import DERIVED_TABLES, RECORDS, REPORT_FILE, SUMMARY_FILE
+from tools.analytics.logdir import list_log_files
+from tools.analytics.summary import Summary
+from tools.analytics.synthetic import (
     LogWriter,
     dir_failure_batches,
     write_dir_failure_log_from_snapshot,
 )
-from kraftpy.cli.main import main as kraftpy_main
-from kraftpy.image import MetadataDelta, MetadataImage
-from protocol.record_batch import iter_batch_positions, iter_batches, metadata_records
-from tests.analytics.conftest import table
+from tools.cli.main import main as kraftpy_main
 
 pytestmark = [pytest.mark.spark, pytest.mark.real]
 

@@ -8,23 +8,23 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.analytics.checkpoint import Checkpoint, FileState
-from kraftpy.analytics.decoding import SNAPSHOT_SEQ_BASE, iter_range
-from kraftpy.analytics.errors import CorruptSpot, LogDirError
-from kraftpy.analytics.logdir import choose_base_snapshot, list_log_files
-from kraftpy.analytics.planning import plan_ingest
-from kraftpy.analytics.splitting import SEGMENT, SNAPSHOT, scan_file
-from kraftpy.analytics.synthetic import (
+from protocol.metadata_records import NoOpRecord
+from protocol.record_batch import iter_batch_positions
+from tools.analytics.checkpoint import Checkpoint, FileState
+from tools.analytics.decoding import SNAPSHOT_SEQ_BASE, iter_range
+from tools.analytics.errors import CorruptSpot, LogDirError
+from tools.analytics.logdir import choose_base_snapshot, list_log_files
+from tools.analytics.planning import plan_ingest
+from tools.analytics.splitting import SEGMENT, SNAPSHOT, scan_file
+from tools.analytics.synthetic import (
     LogWriter,
     amv,
     dir_failure_batches,
     write_dir_failure_log,
     write_dir_failure_log_from_snapshot,
 )
-from kraftpy.analytics.tables import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, excluded_ranges
-from kraftpy.cli.main import main as kraftpy_main
-from protocol.metadata_records import NoOpRecord
-from protocol.record_batch import iter_batch_positions
+from tools.analytics.tables import ABORT_TRANSACTION, BEGIN_TRANSACTION, END_TRANSACTION, excluded_ranges
+from tools.cli.main import main as kraftpy_main
 
 FLINK = "flink-on-prem_cp7.6.0"
 
@@ -50,8 +50,8 @@ def test_ranges_are_batch_aligned_and_cover_the_segment(samples_dir: Path) -> No
 
 
 def test_record_json_is_the_codecs_json_at_the_record_version(samples_dir: Path) -> None:
-    from kraftpy.analytics.decoding import _to_json
     from protocol.record_batch import iter_batches, metadata_records
+    from tools.analytics.decoding import _to_json
 
     seen: set[tuple[str, int]] = set()
     for name in ("otus_kafka_HW02_d9e6ebb", "LDI-POC_16c4da1"):

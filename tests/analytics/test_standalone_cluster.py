@@ -1,7 +1,7 @@
 """The same job, unchanged, on a Spark standalone cluster: a master and two workers on 127.0.0.1.
 
 The cluster comes from the pyspark package itself (`bin/spark-class`), the job goes in through
-`spark-submit kraftpy/analytics/job.py`, and the executors on the workers get our code from the
+`spark-submit tools/analytics/job.py`, and the executors on the workers get our code from the
 zip the driver ships. Every process started here is stopped by its process group at the end.
 """
 
@@ -21,11 +21,11 @@ from typing import IO, Any
 
 import pytest
 
-from kraftpy.analytics.job import SUMMARY_FILE
-from kraftpy.analytics.session import QUICK_JVM_OPTIONS, driver_java_options
-from kraftpy.analytics.synthetic import write_dir_failure_log
 from tests.analytics.conftest import table
 from tests.support.processes import free_ports
+from tools.analytics.job import SUMMARY_FILE
+from tools.analytics.session import QUICK_JVM_OPTIONS, driver_java_options
+from tools.analytics.synthetic import write_dir_failure_log
 
 pytestmark = [pytest.mark.spark, pytest.mark.real, pytest.mark.slow]
 

@@ -1,6 +1,6 @@
 """A real controller and a broker whose three log dirs are real filesystems on loop devices.
 
-Faults come from the test harness (kraftpy.disk): filesystem shutdown (EIO), a shrunk loop device
+Faults come from the test harness (tools.disk): filesystem shutdown (EIO), a shrunk loop device
 (EIO, then EROFS), a full disk (ENOSPC). Every check polls the controller's own log (read-only,
 from this process) or the broker's /healthz, under generous deadlines: no timed assertions.
 """

@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kraftpy.cli.errors import UserError
-from kraftpy.cli.topics import parse_assignment
-from kraftpy.client.cli_support import producer_overrides
-from kraftpy.client.errors import ClientError
-from kraftpy.client.partitioner import murmur2, partition_for_key
-from kraftpy.client.producer import BatchResult, RecordFuture, _Batch, increment_sequence
-from kraftpy.client.records import ProducerRecord, build_batch, next_offset_after, read_records
 from protocol.errors import Errors
 from protocol.record_batch import Record, RecordBatch, build_control_batch, decode_batch, encode_batch
+from tools.cli.errors import UserError
+from tools.cli.topics import parse_assignment
+from tools.client.cli_support import producer_overrides
+from tools.client.errors import ClientError
+from tools.client.partitioner import murmur2, partition_for_key
+from tools.client.producer import BatchResult, RecordFuture, _Batch, increment_sequence
+from tools.client.records import ProducerRecord, build_batch, next_offset_after, read_records
 
 
 def test_murmur2_matches_kafka() -> None:

@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 
-from kraftpy.client import Producer, consume_all
 from tests.dataplane.cluster import DataCluster, wait_until
 from tests.dataplane.workload import produce_with_fault, read_back, verify
 from tests.support.processes import kraftpy_command
+from tools.client import Producer, consume_all
 
 pytestmark = pytest.mark.timeout(600)
 

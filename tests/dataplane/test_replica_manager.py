@@ -20,7 +20,6 @@ import pytest
 from broker.dataplane import DataPlane
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
 from broker.storage import LogDir, PartitionLog
-from kraftpy.client.records import ProducerRecord, build_batch, read_records
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from protocol import metadata_records as mr
@@ -34,6 +33,7 @@ from protocol.rpc.list_offsets import ListOffsetsRequest
 from protocol.rpc.metadata import MetadataRequest
 from protocol.rpc.produce import ProduceRequest, ProduceResponse
 from protocol.uuid import Uuid
+from tools.client.records import ProducerRecord, build_batch, read_records
 
 TOPIC_ID = Uuid.random()
 DIR_A, DIR_B = Uuid.random(), Uuid.random()

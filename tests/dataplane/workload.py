@@ -16,8 +16,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from kraftpy.client import ConsumerRecord, Producer, RecordMetadata, consume_all
-from kraftpy.client.producer import RecordFuture
+from tools.client import ConsumerRecord, Producer, RecordMetadata, consume_all
+from tools.client.producer import RecordFuture
 
 
 @dataclass

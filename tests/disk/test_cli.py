@@ -18,8 +18,8 @@ from tests.disk_fixtures import real_disks_available
 
 pytestmark = pytest.mark.real
 
-# The console script's own code path; `-m kraftpy.cli.main` would load main.py twice.
-ENTRY = "import sys; from kraftpy.cli.main import main; sys.exit(main())"
+# The console script's own code path; `-m tools.cli.main` would load main.py twice.
+ENTRY = "import sys; from tools.cli.main import main; sys.exit(main())"
 
 
 def kraftpy(

@@ -10,19 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.disk import DiskError, DiskSet, cleanup_leftovers
-from kraftpy.disk.janitor import select_leftovers
-from kraftpy.disk.loopdev import LoopDevice
 from tests.conftest import REPO, require_real
 from tests.disk.helpers import loops_under, mounts_under, wait_no_loops
 from tests.disk_fixtures import real_disks_available
+from tools.disk import DiskError, DiskSet, cleanup_leftovers
+from tools.disk.janitor import select_leftovers
+from tools.disk.loopdev import LoopDevice
 
 pytestmark = pytest.mark.real
 
 # A process that makes disks, keeps a file open on one of them and is then killed with SIGKILL.
 CRASHER = r"""
 import os, sys
-from kraftpy.disk import DiskSet
+from tools.disk import DiskSet
 disks = DiskSet(sys.argv[1])
 a = disks.create("a", size="64M")
 disks.create("b", fs="xfs")
@@ -61,7 +61,7 @@ def test_destroy_all_after_a_crash(root: Path) -> None:
     state = root / "state"
     crash(state)
     p = subprocess.run(
-        [sys.executable, "-c", "import sys; from kraftpy.cli.main import main; sys.exit(main())",
+        [sys.executable, "-c", "import sys; from tools.cli.main import main; sys.exit(main())",
          "disk", "destroy", "--all", "--state-dir", str(state)],
         capture_output=True, text=True, check=False,
     )  # fmt: skip

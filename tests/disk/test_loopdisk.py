@@ -8,9 +8,9 @@ import subprocess
 
 import pytest
 
-from kraftpy.disk import DiskBusyError, DiskError, DiskExistsError, DiskState, InvalidTransitionError
-from kraftpy.disk.loopdev import loop_devices_for
 from tests.disk.helpers import HolderProcess, loops_under, mounts_under, read, wait_no_loops
+from tools.disk import DiskBusyError, DiskError, DiskExistsError, DiskState, InvalidTransitionError
+from tools.disk.loopdev import loop_devices_for
 
 pytestmark = pytest.mark.real
 FILESYSTEMS = ["ext4", "xfs"]

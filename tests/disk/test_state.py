@@ -7,16 +7,16 @@ import json
 
 import pytest
 
-from kraftpy.disk import DiskError, DiskState, format_size, parse_size
-from kraftpy.disk.errors import (
+from tools.disk import DiskError, DiskState, format_size, parse_size
+from tools.disk.errors import (
     DiskBusyError,
     DiskExistsError,
     DiskNotFoundError,
     Holder,
     InvalidTransitionError,
 )
-from kraftpy.disk.mounts import parse_mountinfo
-from kraftpy.disk.state import (
+from tools.disk.mounts import parse_mountinfo
+from tools.disk.state import (
     DiskRecord,
     DiskTable,
     Fault,
@@ -27,7 +27,7 @@ from kraftpy.disk.state import (
     validate_geometry,
     validate_name,
 )
-from kraftpy.disk.store import StateStore
+from tools.disk.store import StateStore
 
 
 def record(name: str = "d0", **kw: object) -> DiskRecord:

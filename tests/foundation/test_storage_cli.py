@@ -14,7 +14,7 @@ SCRIPT = Path(sys.executable).parent / "kraftpy"
 
 
 def kraftpy(*args: str) -> subprocess.CompletedProcess[str]:
-    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "kraftpy.cli.main"]
+    cmd = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tools.cli.main"]
     return subprocess.run([*cmd, *args], cwd=REPO, capture_output=True, text=True, timeout=120)
 
 

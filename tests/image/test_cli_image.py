@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cli.main import main
 from tests.metalog.helpers import copy_sample
+from tools.cli.main import main
 
 LDI_DIR = "XHhkr4tkSsD900pOQ8pPfg"
 

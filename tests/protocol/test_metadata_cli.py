@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cli.main import main
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import NoOpRecord, TopicRecord
 from protocol.record_batch import build_control_batch, build_metadata_batch, iter_batch_positions
 from protocol.uuid import Uuid
+from tools.cli.main import main
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -220,7 +220,7 @@ def kraftpy_command(*args: str) -> list[str]:
     exe = BIN / "kraftpy"
     if exe.exists():
         return [str(exe), *args]
-    return [sys.executable, "-m", "kraftpy.cli.main", *args]
+    return [sys.executable, "-m", "tools.cli.main", *args]
 
 
 def run_kraftpy(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:

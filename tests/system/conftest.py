@@ -1,4 +1,4 @@
-"""System tests: whole clusters (`kraftpy.cluster.LocalCluster`) on real loop-device filesystems.
+"""System tests: whole clusters (`tools.cluster.LocalCluster`) on real loop-device filesystems.
 
 `make_cluster(**spec)` brings a cluster up under the test's tmp dir and always takes it down again
 (processes, disks, namespaces, route), printing the end of every node's log when the test failed.
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from kraftpy.cluster.cluster import LocalCluster
-from kraftpy.cluster.spec import FAST_BROKER_SETTINGS, ClusterSpec
 from tests.conftest import require_real
 from tests.disk_fixtures import real_disks_available
+from tools.cluster.cluster import LocalCluster
+from tools.cluster.spec import FAST_BROKER_SETTINGS, ClusterSpec
 
 UP_TIMEOUT_S = 120.0
 
@@ -33,13 +33,13 @@ def require_real_disks() -> None:
 
 
 def require_netns() -> None:
-    from kraftpy.cluster.netns import available
+    from tools.cluster.netns import available
 
     require_real("root with ip and nsenter (network namespaces)", available() is None)
 
 
 def _dump_logs(cluster: LocalCluster) -> None:
-    from kraftpy.cluster import procs
+    from tools.cluster import procs
 
     try:
         nodes = cluster.state.nodes

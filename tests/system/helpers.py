@@ -8,11 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kraftpy.cluster import procs
-from kraftpy.cluster.cluster import LocalCluster
-from kraftpy.cluster.view import ClusterView
-from kraftpy.cluster.workload import ProducerProcess, verify
 from tests.support.processes import kraftpy_command
+from tools.cluster import procs
+from tools.cluster.cluster import LocalCluster
+from tools.cluster.view import ClusterView
+from tools.cluster.workload import ProducerProcess, verify
 
 RATE = 200.0
 

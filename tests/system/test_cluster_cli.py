@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from kraftpy.cluster import procs
-from kraftpy.cluster.cluster import LocalCluster
-from kraftpy.cluster.spec import ClusterSpec
 from tests.support.processes import run_kraftpy
+from tools.cluster import procs
+from tools.cluster.cluster import LocalCluster
+from tools.cluster.spec import ClusterSpec
 
 pytestmark = [pytest.mark.system, pytest.mark.slow]
 

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cluster.configs import node_properties, write_config
-from kraftpy.cluster.events import diff_views
-from kraftpy.cluster.probe import parse_metrics
-from kraftpy.cluster.spec import ClusterSpec, plan_nodes
-from kraftpy.cluster.state import ClusterState, ProcessRecord, StateFile
-from kraftpy.cluster.view import ClusterView, DirView, NodeView, PartitionView
-from kraftpy.cluster.workload import AckLog, AckTail, decode_seq, encode_value, read_acks, verify
 from kraftpy.config import load_config
+from tools.cluster.configs import node_properties, write_config
+from tools.cluster.events import diff_views
+from tools.cluster.probe import parse_metrics
+from tools.cluster.spec import ClusterSpec, plan_nodes
+from tools.cluster.state import ClusterState, ProcessRecord, StateFile
+from tools.cluster.view import ClusterView, DirView, NodeView, PartitionView
+from tools.cluster.workload import AckLog, AckTail, decode_seq, encode_value, read_acks, verify
 
 
 def test_plan_local_cluster(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cluster.disks import real_disks_available
 from tests.conftest import require_real
 from tests.support.processes import REPO, kraftpy_command
+from tools.cluster.disks import real_disks_available
 
 pytestmark = [pytest.mark.system, pytest.mark.real, pytest.mark.spark, pytest.mark.slow]
 

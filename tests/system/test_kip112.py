@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cluster.cluster import LocalCluster
 from tests.system.helpers import (
     describe,
     dir_index_of,
@@ -31,6 +30,7 @@ from tests.system.helpers import (
     validate_clients,
     wait_exit,
 )
+from tools.cluster.cluster import LocalCluster
 
 pytestmark = [pytest.mark.system, pytest.mark.real, pytest.mark.slow]
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.cluster import netns
 from tests.system.conftest import require_netns
 from tests.system.helpers import (
     dir_index_of,
@@ -23,6 +22,7 @@ from tests.system.helpers import (
     validate_clients,
     wait_exit,
 )
+from tools.cluster import netns
 
 pytestmark = [pytest.mark.system, pytest.mark.real, pytest.mark.slow]
 

@@ -1,0 +1,32 @@
+"""The Spark job over a KRaft metadata log: Parquet tables, analyses and an HTML report.
+
+`run_analysis(logdir, out, master=None, skip_corrupt=False) -> Summary` is the entry point; the
+`kraftpy analyze` command and `spark-submit tools/analytics/job.py` both call it.
+
+Tables written under `out/` (Parquet; `seq` orders records, `offset` is the log offset):
+- records: one row per record: seq, offset, batch_base_offset, timestamp, time, leader_epoch,
+  control, type (metadata apiKey), type_name, version, record (Kafka's JSON), file, source, ingest;
+- topics; brokers (each registration state: epoch, incarnation, log_dirs, fenced,
+  in_controlled_shutdown, state, and its end); partitions (state after every change: replicas, isr,
+  leader, leader_epoch, partition_epoch, directories, ...); replica_dirs (directory of each replica
+  over time); dir_failures (broker, directory, when it went offline, when it was back);
+  leadership (intervals with and without a leader);
+- leaderless (totals per partition), recovery and recovery_partitions (time until every partition
+  with a replica in a failed dir had a leader again), dir_balance (replicas per dir per broker),
+  record_mix (records per type per time bucket), timeline (offline replicas, leaderless partitions);
+- summary.json, report.html, and _checkpoint.json (what was ingested, for incremental reruns).
+"""
+
+from tools.analytics.errors import AnalysisError, CorruptLogError, CorruptSpot, LogDirError
+from tools.analytics.job import run_analysis
+from tools.analytics.summary import DirFailure, Summary
+
+__all__ = [
+    "AnalysisError",
+    "CorruptLogError",
+    "CorruptSpot",
+    "DirFailure",
+    "LogDirError",
+    "Summary",
+    "run_analysis",
+]

@@ -1,0 +1,575 @@
+"""The Spark job: a KRaft metadata log in, Parquet tables, a summary and an HTML report out.
+
+    spark-submit tools/analytics/job.py LOGDIR --out DIR        (master from spark-submit)
+    python -m tools.analytics.job LOGDIR --out DIR [--master URL]
+    kraftpy analyze LOGDIR --out DIR [--master URL]
+
+Steps, each a separate concern:
+1. plan (planning.py): which files, and from which byte, given the checkpoint;
+2. split (splitting.py): the driver hops over batch headers and cuts batch-aligned ranges;
+3. decode (decoding.py): executors decode ranges with our codec into the `records` table, written
+   to a hidden directory and committed by renaming it and then replacing the checkpoint;
+4. derive (tables.py, analyses.py): every other table is replayed from all committed records with
+   Spark window functions, written aside and swapped in;
+5. summary.json and report.html.
+
+Output layout: DIR/records/ingest=N/ (one directory per run that added records), DIR/<table>/,
+DIR/summary.json, DIR/report.html, DIR/_checkpoint.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if __package__ in (None, ""):
+    # Run as a file by spark-submit: make the repository importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tools.analytics.checkpoint import (
+    CHECKPOINT_FILE,
+    Checkpoint,
+    FileState,
+    Ingest,
+    load_checkpoint,
+    save_checkpoint,
+    write_atomically,
+)
+from tools.analytics.errors import AnalysisError, CorruptLogError, CorruptSpot
+from tools.analytics.logdir import LogFiles, list_log_files
+from tools.analytics.planning import Plan, plan_ingest
+from tools.analytics.splitting import SEGMENT, FileScan, LogRange, scan_file
+from tools.analytics.summary import DirFailure, Summary
+
+if TYPE_CHECKING:
+    from pyspark import Accumulator
+    from pyspark.sql import DataFrame, SparkSession
+
+RECORDS = "records"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.html"
+DERIVED_TABLES = (
+    "topics", "brokers", "partitions", "replica_dirs", "dir_failures", "leadership", "leaderless",
+    "recovery_partitions", "recovery", "dir_balance", "record_mix", "timeline",
+)
+RECORDS_PER_SHUFFLE_PARTITION = 2_000_000
+QUICK_JVM_MAX_LOG_BYTES = 64 << 20
+MIN_RANGE_BYTES = 256 * 1024
+MAX_RANGE_BYTES = 32 * 1024 * 1024
+_NICE_BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000, 604_800_000)
+
+
+# ---------------------------------------------------------------------------------------------- executors
+
+
+def _spot_param() -> Any:
+    from pyspark.accumulators import AccumulatorParam
+
+    class SpotList(AccumulatorParam):  # type: ignore[type-arg]
+        def zero(self, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return []
+
+        def addInPlace(self, a: list[dict[str, Any]], b: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            a.extend(b)
+            return a
+
+    return SpotList()
+
+
+def decode_partition(spots: Accumulator, ranges: Iterator[LogRange]) -> Iterator[tuple]:
+    """Executor side: decode the ranges of one task; corrupt batches go to the `spots` accumulator."""
+    from tools.analytics.decoding import iter_range
+
+    for rng in ranges:
+        for item in iter_range(rng):
+            if isinstance(item, CorruptSpot):
+                spots.add([item.to_dict()])
+            else:
+                yield item
+
+
+# ---------------------------------------------------------------------------------------------- driver
+
+
+def _range_bytes(total: int, parallelism: int) -> int:
+    return max(MIN_RANGE_BYTES, min(MAX_RANGE_BYTES, total // max(1, parallelism * 4)))
+
+
+def _scan(plan: Plan, range_bytes: int) -> tuple[list[FileScan], list[CorruptSpot]]:
+    scans: list[FileScan] = []
+    spots: list[CorruptSpot] = []
+    after = plan.after_offset
+    for task in plan.tasks:
+        s = scan_file(
+            task.path, task.source, start=task.start, range_bytes=range_bytes,
+            after_offset=after, min_offset=task.min_offset, tail_may_be_partial=task.tail_may_be_partial,
+            snapshot_end_offset=task.snapshot_end_offset, snapshot_timestamp=task.snapshot_timestamp,
+        )
+        scans.append(s)
+        if s.corrupt is not None:
+            spots.append(s.corrupt)
+        if task.source == SEGMENT and s.last_offset is not None:
+            after = s.last_offset
+    return scans, spots
+
+
+def _updated_checkpoint(base: Checkpoint, plan: Plan, scans: list[FileScan], skip: bool) -> Checkpoint:
+    cp = base
+    cp.base_snapshot = plan.base_snapshot
+    if plan.base_snapshot is not None:
+        # Offsets the snapshot holds are ingested: segments read later start after them.
+        cp.last_offset = max(cp.last_offset, plan.base_snapshot.end_offset - 1)
+    for s in scans:
+        if s.source != SEGMENT:
+            continue
+        prev = cp.files.get(s.file)
+        # A skipped corrupt tail is consumed; a torn tail is left to be read when complete.
+        size = s.good_end + (s.corrupt.skipped_bytes if (s.corrupt and skip) else 0)
+        cp.files[s.file] = FileState(
+            source=SEGMENT,
+            size=max(size, prev.size if prev else 0),
+            last_offset=s.last_offset if s.last_offset is not None else (prev.last_offset if prev else None),
+            last_batch_pos=s.last_batch_pos if s.last_batch_pos is not None else (prev.last_batch_pos if prev else None),
+            last_batch_crc=s.last_batch_crc if s.last_batch_crc is not None else (prev.last_batch_crc if prev else None),
+        )
+        if s.last_offset is not None:
+            cp.last_offset = max(cp.last_offset, s.last_offset)
+    return cp
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _clean_leftovers(out: Path, cp: Checkpoint | None) -> None:
+    """Remove what a crashed run left: uncommitted ingests and half-written tables."""
+    committed = {i.name for i in cp.ingests} if cp else set()
+    records = out / RECORDS
+    if records.is_dir():
+        for p in records.iterdir():
+            if p.name.startswith(("_tmp-", ".")) or (p.name.startswith("ingest=") and p.name not in committed):
+                _remove(p)
+    for p in out.glob("_tables-*"):
+        _remove(p)
+    for p in out.glob("_old-*"):
+        _remove(p)
+
+
+def _swap_in(out: Path, staged: Path, name: str) -> None:
+    target = out / name
+    old = out / f"_old-{uuid.uuid4().hex[:8]}-{name}"
+    if target.exists():
+        target.rename(old)
+    staged.rename(target)
+    _remove(old)
+
+
+class _Run:
+    def __init__(self, spark: SparkSession, out: Path, summary: Summary) -> None:
+        self.spark = spark
+        self.out = out
+        self.summary = summary
+        self.staging = out / f"_tables-{uuid.uuid4().hex[:8]}"
+        self.staged: dict[str, Path] = {}
+
+    def tick(self, what: str, since: float) -> float:
+        return summary_tick(self.summary, what, since)
+
+    def write(self, name: str, df: DataFrame) -> DataFrame:
+        path = self.staging / name
+        t = time.perf_counter()
+        df.write.mode("overwrite").parquet(str(path))
+        self.tick(f"table {name}", t)
+        self.staged[name] = path
+        return self.spark.read.schema(df.schema).parquet(str(path))
+
+    def commit_tables(self) -> None:
+        for name, path in self.staged.items():
+            _swap_in(self.out, path, name)
+            self.summary.tables[name] = str(self.out / name)
+        _remove(self.staging)
+
+
+def _ingest(
+    spark: SparkSession, out: Path, cp: Checkpoint, ranges: list[LogRange], skip: bool
+) -> tuple[Ingest | None, list[CorruptSpot]]:
+    """Decode the ranges on executors into a new records/ingest=N directory (not yet committed)."""
+    from pyspark.sql import functions as F
+
+    from tools.analytics.decoding import RECORDS_DDL
+    from tools.analytics.session import ship_code
+
+    if not ranges:
+        return None, []
+    ship_code(spark)
+    sc = spark.sparkContext
+    spots_acc = sc.accumulator([], _spot_param())
+    rdd = sc.parallelize(ranges, len(ranges)).mapPartitions(partial(decode_partition, spots_acc))
+    df = spark.createDataFrame(rdd, RECORDS_DDL, verifySchema=False)
+    df = df.withColumn("time", F.timestamp_millis("timestamp"))
+    tmp = out / RECORDS / f"_tmp-{uuid.uuid4().hex[:8]}"
+    try:
+        df.write.parquet(str(tmp))
+    except Exception:
+        _remove(tmp)
+        raise
+    seen: set[tuple[str, int]] = set()
+    spots: list[CorruptSpot] = []
+    for d in sorted(spots_acc.value, key=lambda d: (d["file"], d["position"])):
+        if (d["file"], d["position"]) not in seen:  # a retried task reports its spots again
+            seen.add((d["file"], d["position"]))
+            spots.append(CorruptSpot(**d))
+    if spots and not skip:
+        _remove(tmp)
+        raise CorruptLogError(spots)
+    # Counted from the files written (Parquet footers), not an accumulator a retried task adds to twice.
+    written = spark.read.parquet(str(tmp)).count()
+    name = cp.next_ingest_name(p.name for p in (out / RECORDS).iterdir())
+    tmp.rename(out / RECORDS / name)
+    files = sorted({r.file for r in ranges})
+    return Ingest(name=name, records=written, ranges=len(ranges), files=files), spots
+
+
+def _records_df(spark: SparkSession, out: Path, cp: Checkpoint) -> DataFrame | None:
+    paths = [str(out / RECORDS / i.name) for i in cp.ingests]
+    if not paths:
+        return None
+    return spark.read.option("basePath", str(out / RECORDS)).parquet(*paths)
+
+
+def _bucket_ms(first: int | None, last: int | None) -> int:
+    span = (last or 0) - (first or 0)
+    for b in _NICE_BUCKETS_MS:
+        if span / b <= 60:
+            return b
+    return _NICE_BUCKETS_MS[-1]
+
+
+def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
+    from pyspark.sql import functions as F
+
+    from tools.analytics import analyses, tables
+
+    s = run.summary
+    t = time.perf_counter()
+    stats = records.groupBy("type_name", "source").agg(
+        F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
+        F.min("timestamp").alias("t_lo"), F.max("timestamp").alias("t_hi"),
+    ).collect()
+    seg = [r for r in stats if r["source"] == "segment"]
+    if seg:
+        s.first_offset, s.last_offset = min(r["lo"] for r in seg), max(r["hi"] for r in seg)
+        s.first_timestamp, s.last_timestamp = min(r["t_lo"] for r in seg), max(r["t_hi"] for r in seg)
+    elif cp.base_snapshot is not None:
+        s.first_timestamp = s.last_timestamp = cp.base_snapshot.timestamp
+    counts: dict[str, int] = {}
+    for r in stats:
+        counts[r["type_name"]] = counts.get(r["type_name"], 0) + int(r["n"])
+    s.record_types = dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    s.records = sum(counts.values())
+    markers = [
+        (int(r["seq"]), int(r["type"]))
+        for r in records.filter(F.col("type").isin(*tables.TRANSACTION_MARKERS))
+        .select("seq", "type").orderBy("seq").collect()
+    ]
+    excluded, s.open_transaction_seq = tables.excluded_ranges(markers)
+    s.excluded_transactions = len(excluded)
+    if s.open_transaction_seq is not None:
+        s.notices.append(
+            f"a metadata transaction begun at offset {s.open_transaction_seq} is still open at log end: "
+            "its records are held back from replay, as Kafka does"
+        )
+    t = run.tick("stats", t)
+
+    wanted = (
+        tables.REGISTER_BROKER, tables.UNREGISTER_BROKER, tables.TOPIC, tables.PARTITION, tables.PARTITION_CHANGE,
+        tables.FENCE_BROKER, tables.UNFENCE_BROKER, tables.REMOVE_TOPIC, tables.BROKER_REGISTRATION_CHANGE,
+    )
+    events = tables.metadata_events(records.filter(F.col("type").isin(*wanted)), excluded)
+    events = run.write("_events", events)
+    log_end = s.last_timestamp or 0
+
+    topics = run.write("topics", tables.topics_table(events))
+    brokers = run.write("brokers", tables.brokers_table(events))
+    partitions = run.write("partitions", tables.partitions_table(events))
+    replica_dirs = run.write("replica_dirs", tables.replica_dirs_table(partitions))
+    dir_failures = run.write("dir_failures", tables.dir_failures_table(brokers))
+    leadership = run.write("leadership", tables.leadership_table(partitions, log_end))
+    t = run.tick("state tables", t)
+
+    leaderless = run.write("leaderless", analyses.leaderless_totals(leadership))
+    rec_parts = run.write("recovery_partitions", analyses.recovery_partitions(dir_failures, replica_dirs, partitions))
+    recovery = run.write("recovery", analyses.recovery(dir_failures, rec_parts))
+    balance = run.write("dir_balance", analyses.dir_balance(replica_dirs, partitions, brokers))
+    run.write("record_mix", analyses.record_mix(records, _bucket_ms(s.first_timestamp, s.last_timestamp)))
+    run.write("timeline", analyses.timeline(leadership, replica_dirs, brokers))
+    t = run.tick("analyses", t)
+
+    counts_row = (
+        topics.agg(F.sum(F.col("removed_seq").isNull().cast("int")).alias("topics"))
+        .crossJoin(brokers.agg(F.countDistinct("broker_id").alias("brokers")))
+        .crossJoin(partitions.agg(
+            F.sum((F.col("end_seq").isNull() & ~F.col("deleted")).cast("int")).alias("partitions")))
+        .first()
+    )
+    assert counts_row is not None
+    s.topics, s.brokers, s.partitions = (int(v or 0) for v in counts_row)
+    s.dir_failures = [
+        DirFailure(
+            broker_id=int(r["broker_id"]), directory=r["directory"], offset=int(r["failure_offset"]),
+            timestamp=int(r["failure_timestamp"]), affected_partitions=int(r["affected_partitions"]),
+            leaders_lost=int(r["leaders_lost"]), unrecovered_partitions=int(r["unrecovered_partitions"]),
+            recovery_latency_ms=None if r["recovery_latency_ms"] is None else int(r["recovery_latency_ms"]),
+            back_online_timestamp=None if r["back_timestamp"] is None else int(r["back_timestamp"]),
+        )
+        for r in recovery.collect()
+    ]
+    lt = leaderless.agg(F.count("*"), F.sum("total_ms"), F.sum(F.col("still_leaderless").cast("int"))).first()
+    assert lt is not None
+    s.leaderless_partitions, s.leaderless_total_ms, s.still_leaderless = (int(v or 0) for v in lt)
+    s.dir_balance = [
+        {k: r[k] for k in ("broker_id", "directory", "replicas", "leaders", "online", "broker_state")}
+        for r in balance.collect()
+    ]
+    _remove(run.staged.pop("_events"))
+    run.tick("summary", t)
+
+
+def run_analysis(
+    logdir: str | Path,
+    out: str | Path,
+    master: str | None = None,
+    skip_corrupt: bool = False,
+    *,
+    full: bool = False,
+    range_bytes: int | None = None,
+    report: bool = True,
+) -> Summary:
+    """Ingest the metadata log at `logdir` into `out` (incrementally) and analyse it.
+
+    Uses the active Spark session when there is one (and `master` is None or the same), else starts
+    one on `master` (default local[2]) and stops it at the end. Raises AnalysisError (or its
+    subclasses LogDirError, CorruptLogError) with a message meant for the user.
+    """
+    t0 = time.perf_counter()
+    files = list_log_files(logdir)
+    out = Path(out).resolve()
+    if out.exists() and not out.is_dir():
+        raise AnalysisError(f"--out {out} exists and is not a directory")
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / RECORDS).mkdir(exist_ok=True)
+    except OSError as e:
+        raise AnalysisError(f"cannot create --out {out}: {e.strerror or e}") from None
+    try:
+        return _run(files, out, t0, master, skip_corrupt, full, range_bytes, report)
+    except BaseException:
+        if created and not (out / CHECKPOINT_FILE).exists():
+            _remove(out)  # a failed first run leaves nothing behind
+        raise
+
+
+def _run(
+    files: LogFiles, out: Path, t0: float, master: str | None, skip_corrupt: bool, full: bool,
+    range_bytes: int | None, report: bool,
+) -> Summary:
+    from tools.analytics.session import open_session
+
+    cp_old = load_checkpoint(out)
+    plan = plan_ingest(files, cp_old, full=full)
+    _clean_leftovers(out, cp_old)
+    log_dir = str(files.directory.resolve())
+    cp = Checkpoint(log_dir=log_dir) if (cp_old is None or plan.rebuild) else cp_old
+    prior_ingests = list(cp_old.ingests) if (cp_old is not None and plan.rebuild) else []
+
+    try:
+        log_bytes = sum(f.size for f in (*files.segments, *files.snapshots))
+        handle = open_session(master, quick=log_bytes < QUICK_JVM_MAX_LOG_BYTES)
+    except Exception as e:  # Java missing, port clash...: one line for the user, not a JVM dump
+        raise AnalysisError(f"cannot start Spark on {master or 'local[2]'}: {_first_line(e)}") from None
+    spark = handle.spark
+    summary = Summary(log_dir=log_dir, out=str(out), master=spark.sparkContext.master)
+    summary.rebuild, summary.rebuild_reason = plan.rebuild, plan.reason
+    summary.notices.extend(plan.notices)
+    if plan.reason:
+        summary.notices.append(f"rebuilt from scratch: {plan.reason}")
+    try:
+        t = summary_tick(summary, "plan", t0)
+        parallelism = spark.sparkContext.defaultParallelism
+        total = sum(max(0, task.path.stat().st_size - task.start) for task in plan.tasks)
+        scans, scan_spots = _scan(plan, range_bytes or _range_bytes(total, parallelism))
+        if scan_spots and not skip_corrupt:
+            raise CorruptLogError(scan_spots)
+        ranges = [r for s in scans for r in s.ranges]
+        for s in scans:
+            if s.partial_tail_bytes:
+                summary.notices.append(
+                    f"{s.file} ends in a partial batch ({s.partial_tail_bytes} bytes, a write in progress?): "
+                    "left for the next run"
+                )
+        summary.files_read = sorted({s.file for s in scans if s.ranges or s.corrupt})
+        summary.ranges = len(ranges)
+        t = summary_tick(summary, "scan", t)
+
+        ingest, spots = _ingest(spark, out, cp, ranges, skip_corrupt)
+        t = summary_tick(summary, "decode", t)
+        all_spots = scan_spots + spots
+        cp = _updated_checkpoint(cp, plan, scans, skip_corrupt)
+        cp.corrupt.extend(all_spots)
+        if ingest is not None:
+            cp.ingests.append(ingest)
+            summary.new_records = ingest.records
+        save_checkpoint(out, cp)  # the commit point of the records
+        for old in prior_ingests:
+            _remove(out / RECORDS / old.name)
+        summary.corrupt_this_run = len(all_spots)
+        summary.corrupt_batches = [c.to_dict() for c in cp.corrupt]
+        summary.base_snapshot = (
+            {"file": cp.base_snapshot.file, "end_offset": cp.base_snapshot.end_offset,
+             "timestamp": cp.base_snapshot.timestamp} if cp.base_snapshot else None
+        )
+
+        records = _records_df(spark, out, cp)
+        if records is None:
+            raise AnalysisError(f"{files.directory} holds no readable record batches")
+        run = _Run(spark, out, summary)
+        total_records = sum(i.records for i in cp.ingests)
+        with _shuffle_partitions(spark, _partitions_for(total_records, parallelism)):
+            try:
+                _derive(run, records, cp)
+                run.commit_tables()
+            finally:
+                _remove(run.staging)
+        summary.tables[RECORDS] = str(out / RECORDS)
+        t = time.perf_counter()
+        if report:
+            from tools.analytics.report import write_report
+
+            summary.report = str(out / REPORT_FILE)
+            write_report(spark, out, summary)
+            t = summary_tick(summary, "report", t)
+        summary.seconds["total"] = round(time.perf_counter() - t0, 3)
+        write_atomically(out / SUMMARY_FILE, json.dumps(summary.to_dict(), indent=1).encode())
+        return summary
+    except AnalysisError:
+        raise
+    except Exception as e:
+        if _is_spark_error(e):
+            raise AnalysisError(f"the Spark job failed: {_first_line(e)}") from e
+        raise
+    finally:
+        handle.stop()
+
+
+def _partitions_for(records: int, parallelism: int) -> int:
+    # Replay touches a small share of the records (NoOps dominate real logs); few shuffle
+    # partitions keep small logs from paying for many near-empty tasks.
+    return max(1, min(2 * parallelism, records // RECORDS_PER_SHUFFLE_PARTITION + 1))
+
+
+@contextmanager
+def _shuffle_partitions(spark: SparkSession, n: int) -> Iterator[None]:
+    key = "spark.sql.shuffle.partitions"
+    before = spark.conf.get(key)
+    spark.conf.set(key, str(n))
+    try:
+        yield
+    finally:
+        spark.conf.set(key, before)
+
+
+def summary_tick(summary: Summary, what: str, since: float) -> float:
+    now = time.perf_counter()
+    summary.seconds[what] = round(now - since, 3)
+    return now
+
+
+def _is_spark_error(e: BaseException) -> bool:
+    mod = type(e).__module__
+    return mod.startswith(("pyspark", "py4j"))
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0][:500]
+
+
+# ---------------------------------------------------------------------------------------------- command line
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("logdir", metavar="LOGDIR",
+                   help="metadata log dir: __cluster_metadata-0 or the metadata dir that holds it")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (tables, summary, report)")
+    p.add_argument("--master", metavar="URL",
+                   help="Spark master, e.g. local[4] or spark://host:7077 (default local[2], or spark-submit's)")
+    p.add_argument("--skip-corrupt", action="store_true",
+                   help="count and skip corrupt batches instead of failing")
+    p.add_argument("--full", action="store_true", help="re-read everything instead of only what is new")
+    p.add_argument("--range-bytes", type=int, metavar="N", help="bytes per decoding task (default: automatic)")
+    p.add_argument("--no-report", action="store_true", help="skip report.html")
+
+
+def run_from_args(args: argparse.Namespace) -> Summary:
+    if args.range_bytes is not None and args.range_bytes <= 0:
+        raise AnalysisError("--range-bytes must be positive")
+    return run_analysis(
+        args.logdir, args.out, master=args.master, skip_corrupt=args.skip_corrupt, full=args.full,
+        range_bytes=args.range_bytes, report=not args.no_report,
+    )
+
+
+def describe(summary: Summary) -> list[str]:
+    """A few lines for a person at a terminal."""
+    lines = [
+        f"{summary.records} records ({summary.new_records} new, from {summary.ranges} ranges of "
+        f"{len(summary.files_read)} files) offsets {summary.first_offset}..{summary.last_offset}",
+        f"{summary.brokers} brokers, {summary.topics} topics, {summary.partitions} partitions",
+    ]
+    for f in summary.dir_failures:
+        lat = "not recovered" if f.recovery_latency_ms is None else f"recovered in {f.recovery_latency_ms} ms"
+        lines.append(
+            f"dir failure: broker {f.broker_id} dir {f.directory} at offset {f.offset}: "
+            f"{f.affected_partitions} partitions affected, {f.leaders_lost} leaders lost, {lat}"
+        )
+    if summary.leaderless_partitions:
+        lines.append(
+            f"{summary.leaderless_partitions} partitions were leaderless for {summary.leaderless_total_ms} ms in all"
+            f" ({summary.still_leaderless} still are)"
+        )
+    if summary.corrupt_batches:
+        lines.append(f"{len(summary.corrupt_batches)} corrupt batches skipped ({summary.corrupt_this_run} this run)")
+    lines.extend(f"note: {n}" for n in summary.notices)
+    lines.append(f"tables in {summary.out}" + (f"; report {summary.report}" if summary.report else ""))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kraftpy-analyze", description=__doc__.splitlines()[0])
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    try:
+        summary = run_from_args(args)
+    except AnalysisError as e:
+        print(f"kraftpy analyze: {e}", file=sys.stderr)
+        return 2
+    for line in describe(summary):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

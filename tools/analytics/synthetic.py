@@ -1,0 +1,278 @@
+"""Metadata logs written with our codec, for tests, demos and the ingest benchmark.
+
+`LogWriter` appends KRaft batches to `<base offset>.log` segments the way a controller's log grows.
+`dir_failure_batches` is a small cluster story with one directory failure and its recovery;
+`write_large_log` a long log with a realistic mix (mostly NoOps, bursts of partition changes).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kraftpy.metalog.files import PARTITION_DIR, SnapshotId, segment_file_name, snapshot_file_name
+from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
+from protocol.framing import ApiMessageAndVersion
+from protocol.metadata_records import (
+    BrokerRegistrationChangeRecord,
+    FeatureLevelRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RegisterBrokerRecord,
+    TopicRecord,
+)
+from protocol.record_batch import build_control_batch, build_metadata_batch
+from protocol.uuid import Uuid
+
+MV_3_9 = 21  # metadata.version 3.9-IV0: RegisterBrokerRecord v3, Partition(Change)Record v1
+
+
+def amv(message: Any, version: int = 0) -> ApiMessageAndVersion:
+    return ApiMessageAndVersion(message, version)
+
+
+class LogWriter:
+    """Appends metadata batches to segments in `directory` (created if missing)."""
+
+    def __init__(self, directory: Path, *, leader_epoch: int = 1, segment_bytes: int = 1 << 30) -> None:
+        self.directory = directory
+        directory.mkdir(parents=True, exist_ok=True)
+        self.leader_epoch = leader_epoch
+        self.segment_bytes = segment_bytes
+        existing = sorted(directory.glob("*.log"))
+        self.next_offset = 0
+        self._segment: Path | None = existing[-1] if existing else None
+        if self._segment is not None:
+            from tools.analytics.splitting import SEGMENT, scan_file
+
+            last = -1
+            for seg in existing:
+                scan = scan_file(seg, SEGMENT, range_bytes=1 << 40)
+                if scan.last_offset is not None:
+                    last = scan.last_offset
+            self.next_offset = last + 1
+
+    def roll(self) -> None:
+        """Start a new segment at the next offset."""
+        self._segment = self.directory / segment_file_name(self.next_offset)
+        self._segment.touch()
+
+    def append(self, timestamp_ms: int, records: Sequence[ApiMessageAndVersion]) -> int:
+        """Write one batch; returns its base offset."""
+        if self._segment is None or self._segment.stat().st_size >= self.segment_bytes:
+            self.roll()
+        assert self._segment is not None
+        base = self.next_offset
+        data = build_metadata_batch(base, self.leader_epoch, timestamp_ms, list(records))
+        with self._segment.open("ab") as f:
+            f.write(data)
+        self.next_offset += len(records)
+        return base
+
+    def append_all(self, batches: Iterable[tuple[int, Sequence[ApiMessageAndVersion]]]) -> None:
+        for ts, records in batches:
+            self.append(ts, records)
+
+
+def uuid_of(name: str) -> Uuid:
+    """A stable, non-reserved id for a name, so tests can spell out expected directories."""
+    import hashlib
+
+    raw = bytearray(hashlib.sha256(name.encode()).digest()[:16])
+    raw[0] = (raw[0] & 0x3F) | 0x40  # never reserved, never printed with a leading '-'
+    return Uuid(bytes(raw))
+
+
+@dataclass(frozen=True)
+class DirFailureStory:
+    """What `dir_failure_batches` writes, for assertions."""
+
+    t0: int
+    failed_broker: int
+    failed_dir: Uuid
+    failure_ms: int  # timestamp of the BrokerRegistrationChangeRecord
+    back_ms: int  # timestamp of the re-registration listing the dir again
+    recovered_ms: int  # when the last affected partition had a leader again
+    affected_partitions: int
+    leaders_lost: int
+    topic: str
+    topic_id: Uuid
+
+
+def _register(broker: int, epoch: int, dirs: list[Uuid]) -> ApiMessageAndVersion:
+    return amv(RegisterBrokerRecord(
+        BrokerId=broker, IncarnationId=uuid_of(f"incarnation-{broker}-{epoch}"), BrokerEpoch=epoch,
+        Rack=None, Fenced=True, InControlledShutdown=False, LogDirs=dirs,
+    ), 3)
+
+
+def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[int, list[ApiMessageAndVersion]]]], DirFailureStory]:
+    """Three phases of batches: setup, the failure of dir A on broker 1, and broker 1 coming back.
+
+    Brokers 1-3 have dirs A<n> and B<n>. Topic "orders" has four partitions:
+    p0 [1,2] on (A1,A2) led by 1; p1 [1,3] on (B1,A3) led by 1; p2 [2,1] on (B2,A1) led by 2;
+    p3 [1] on A1 led by 1. A1 fails at t0+10s: p0's leadership moves to 2, p2 drops 1 from its ISR,
+    p3 has no other replica and stays leaderless until broker 1 re-registers with A1 at t0+40s and
+    is unfenced at t0+41s. So three partitions are affected, two lose their leader, and all have a
+    leader again 31 s after the failure.
+    """
+    dirs = {b: (uuid_of(f"A{b}"), uuid_of(f"B{b}")) for b in (1, 2, 3)}
+    topic_id = uuid_of("topic-orders")
+    setup: list[tuple[int, list[ApiMessageAndVersion]]] = [
+        (t0, [amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9))]),
+    ]
+    for b in (1, 2, 3):
+        setup.append((t0 + 100 * b, [_register(b, 10 + b, list(dirs[b]))]))
+    for b in (1, 2, 3):
+        setup.append((t0 + 1000 + b, [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)]))
+    a = {b: dirs[b][0] for b in dirs}
+    bb = {b: dirs[b][1] for b in dirs}
+    layout = [
+        (0, [1, 2], [a[1], a[2]], 1),
+        (1, [1, 3], [bb[1], a[3]], 1),
+        (2, [2, 1], [bb[2], a[1]], 2),
+        (3, [1], [a[1]], 1),
+    ]
+    setup.append((t0 + 2000, [amv(TopicRecord(Name="orders", TopicId=topic_id))] + [
+        amv(PartitionRecord(PartitionId=p, TopicId=topic_id, Replicas=r, Isr=list(r), Leader=lead,
+                            LeaderEpoch=0, PartitionEpoch=0, Directories=d), 1)
+        for p, r, d, lead in layout
+    ]))
+    for i in range(5):
+        setup.append((t0 + 3000 + 1000 * i, [amv(NoOpRecord())]))
+
+    fail_ms = t0 + 10_000
+    failure = [
+        (fail_ms, [
+            amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, LogDirs=[bb[1]]), 2),
+            amv(PartitionChangeRecord(PartitionId=0, TopicId=topic_id, Leader=2, Isr=[2]), 1),
+            amv(PartitionChangeRecord(PartitionId=2, TopicId=topic_id, Isr=[2]), 1),
+            amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=-1), 1),
+        ]),
+    ]
+    failure += [(fail_ms + 5000 * i, [amv(NoOpRecord())]) for i in range(1, 6)]
+
+    back_ms = t0 + 40_000
+    recovered_ms = t0 + 41_000
+    recovery = [
+        (back_ms, [_register(1, 50, list(dirs[1]))]),
+        (recovered_ms, [
+            amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=50, Fenced=-1), 2),
+            amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=1), 1),
+        ]),
+        (recovered_ms + 1000, [amv(PartitionChangeRecord(PartitionId=0, TopicId=topic_id, Isr=[2, 1]), 1)]),
+    ]
+    recovery += [(recovered_ms + 1000 + 2000 * i, [amv(NoOpRecord())]) for i in range(1, 4)]
+    story = DirFailureStory(
+        t0=t0, failed_broker=1, failed_dir=a[1], failure_ms=fail_ms, back_ms=back_ms,
+        recovered_ms=recovered_ms, affected_partitions=3, leaders_lost=2, topic="orders", topic_id=topic_id,
+    )
+    return [setup, failure, recovery], story
+
+
+def write_snapshot(
+    directory: Path, end_offset: int, epoch: int, timestamp_ms: int, records: Sequence[ApiMessageAndVersion]
+) -> Path:
+    """A snapshot file as Kafka lays it out: header control batch, data batches from offset 0, footer."""
+    header = SnapshotHeaderRecord(Version=0, LastContainedLogTimestamp=timestamp_ms)
+    parts = [build_control_batch(0, epoch, timestamp_ms, [header])]
+    offset = 1
+    for i in range(0, len(records), 50):
+        chunk = list(records[i : i + 50])
+        parts.append(build_metadata_batch(offset, epoch, timestamp_ms, chunk))
+        offset += len(chunk)
+    parts.append(build_control_batch(offset, epoch, timestamp_ms, [SnapshotFooterRecord(Version=0)]))
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / snapshot_file_name(SnapshotId(end_offset, epoch))
+    path.write_bytes(b"".join(parts))
+    return path
+
+
+def write_dir_failure_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> DirFailureStory:
+    """The whole story in `metadata_dir/__cluster_metadata-0`, recovery in a second segment."""
+    phases, story = dir_failure_batches(t0)
+    w = LogWriter(metadata_dir / PARTITION_DIR)
+    w.append_all(phases[0])
+    w.append_all(phases[1])
+    w.roll()
+    w.append_all(phases[2])
+    return story
+
+
+def write_dir_failure_log_from_snapshot(metadata_dir: Path, t0: int = 1_700_000_000_000) -> DirFailureStory:
+    """The same story, but the setup lives only in a snapshot: its segment was deleted, as retention does."""
+    phases, story = dir_failure_batches(t0)
+    part = metadata_dir / PARTITION_DIR
+    setup = [r for _, batch in phases[0] for r in batch]
+    write_snapshot(part, len(setup), 1, phases[0][-1][0], setup)
+    w = LogWriter(part)
+    w.next_offset = len(setup)
+    w.roll()
+    w.append_all(phases[1])
+    w.append_all(phases[2])
+    return story
+
+
+def write_large_log(
+    directory: Path,
+    records: int,
+    *,
+    brokers: int = 6,
+    dirs_per_broker: int = 2,
+    topics: int = 20,
+    partitions_per_topic: int = 12,
+    segment_bytes: int = 128 << 20,
+    seed: int = 1,
+    t0: int = 1_700_000_000_000,
+) -> int:
+    """At least `records` records: setup, then NoOp batches and bursts of ISR and leader changes.
+
+    Returns the number of records written.
+    """
+    rng = random.Random(seed)
+    w = LogWriter(directory, segment_bytes=segment_bytes)
+    ts = t0
+    dirs = {b: [uuid_of(f"d{b}-{i}") for i in range(dirs_per_broker)] for b in range(1, brokers + 1)}
+    written = 0
+
+    def put(batch: list[ApiMessageAndVersion]) -> None:
+        nonlocal written, ts
+        ts += rng.randint(1, 500)
+        w.append(ts, batch)
+        written += len(batch)
+
+    put([amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9))])
+    for b in range(1, brokers + 1):
+        put([_register(b, b, dirs[b])])
+        put([amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=b, Fenced=-1), 2)])
+    parts: list[tuple[Uuid, int, list[int]]] = []
+    for t in range(topics):
+        tid = uuid_of(f"topic-{t}")
+        batch = [amv(TopicRecord(Name=f"topic-{t}", TopicId=tid))]
+        for p in range(partitions_per_topic):
+            replicas = rng.sample(range(1, brokers + 1), min(3, brokers))
+            directories = [rng.choice(dirs[b]) for b in replicas]
+            batch.append(amv(PartitionRecord(PartitionId=p, TopicId=tid, Replicas=replicas, Isr=list(replicas),
+                                             Leader=replicas[0], LeaderEpoch=0, PartitionEpoch=0,
+                                             Directories=directories), 1))
+            parts.append((tid, p, replicas))
+        put(batch)
+    noop = [amv(NoOpRecord())]
+    while written < records:
+        if rng.random() < 0.6:
+            put(noop)
+            continue
+        burst = []
+        for _ in range(min(rng.randint(1, 40), records - written)):
+            tid, p, replicas = rng.choice(parts)
+            if rng.random() < 0.5:
+                isr = rng.sample(replicas, rng.randint(1, len(replicas)))
+                burst.append(amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Isr=isr), 1))
+            else:
+                burst.append(amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Leader=rng.choice(replicas)), 1))
+        put(burst)
+    return written

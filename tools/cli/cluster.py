@@ -1,0 +1,229 @@
+"""`kraftpy cluster up|status|down`: a local cluster of one controller and N JBOD brokers."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING
+
+from tools.cli.main import UserError
+
+if TYPE_CHECKING:
+    from tools.cluster.cluster import LocalCluster
+
+DESCRIPTION = """\
+A local cluster from generated configs (Kafka property names): 1 controller and N brokers, each broker
+with several log dirs plus its own metadata.log.dir.
+  up       create, format and start; returns once every node is healthy and every broker unfenced
+  status   controller, brokers (fenced or not), dirs (online, directory.id, used space), partitions
+  down     stop everything (SIGTERM, then SIGKILL), destroy the disks and namespaces it created
+  fail / heal / stop / start   inject a dir fault, undo it, stop or start one broker
+By default log dirs are plain directories under the work dir (works anywhere). With --real-disks
+(root) each is its own loop-device filesystem; with --multi-host (root) each node runs in its own
+network namespace on a bridge (10.200.0.0/24). Work dir: --work-dir, else $KRAFTPY_WORK, else ./work/cluster.
+"""
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "cluster",
+        help="a local cluster: up, status, down (plain dirs or real disks, optional namespaces)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--work-dir", metavar="DIR", help="where state, configs, data and logs live")
+    verbs = parser.add_subparsers(dest="cluster_command", metavar="ACTION", required=True)
+
+    p = verbs.add_parser("up", parents=[common], help="create, format and start the cluster")
+    p.add_argument("--brokers", type=int, default=3, help="number of brokers (3)")
+    p.add_argument("--dirs", type=int, default=3, help="log dirs per broker (3)")
+    p.add_argument("--real-disks", action="store_true", help="each log dir on its own loop-device fs (root)")
+    p.add_argument(
+        "--fs", default="ext4", help="filesystems for --real-disks, cycled per dir: ext4, xfs or ext4,xfs"
+    )
+    p.add_argument("--disk-size", metavar="SIZE", help="disk image size, sparse (default: the disk tool's)")
+    p.add_argument("--multi-host", action="store_true", help="each node in its own network namespace (root)")
+    p.add_argument(
+        "--restart", choices=("no", "on-failure"), default="no", help="restart nodes that die (no)"
+    )
+    p.add_argument(
+        "--broker-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra broker property, Kafka name (repeatable)",
+    )
+    p.add_argument(
+        "--kafka-defaults",
+        action="store_true",
+        help="keep Kafka's default heartbeat/session timing (default: faster settings for a laptop)",
+    )
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the cluster (60)")
+    p.set_defaults(func=_up)
+
+    p = verbs.add_parser("status", parents=[common], help="show nodes, dirs and partitions")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--topic", action="append", help="only these topics' partitions")
+    p.set_defaults(func=_status)
+
+    p = verbs.add_parser("down", parents=[common], help="stop everything and remove disks and namespaces")
+    p.add_argument("--timeout", type=float, default=15.0, help="seconds before SIGKILL (15)")
+    p.set_defaults(func=_down)
+
+    p = verbs.add_parser("fail", parents=[common], help="fail one broker log dir")
+    p.add_argument("broker", type=int)
+    p.add_argument("dir", type=int, help="index of the dir in log.dirs (0-based)")
+    p.add_argument(
+        "--how", choices=("fail", "yank", "fill"), default="fail", help="EIO, block-layer EIO or ENOSPC"
+    )
+    p.set_defaults(func=_fail)
+
+    p = verbs.add_parser("heal", parents=[common], help="undo a dir fault (stop the broker first for a disk)")
+    p.add_argument("broker", type=int)
+    p.add_argument("dir", type=int)
+    p.set_defaults(func=_heal)
+
+    for verb, text in (("stop", "stop one broker (controlled shutdown)"), ("start", "start one broker")):
+        p = verbs.add_parser(verb, parents=[common], help=text)
+        p.add_argument("broker", type=int)
+        p.set_defaults(func=_stop if verb == "stop" else _start)
+
+
+def _work_dir(args: argparse.Namespace) -> str:
+    from kraftpy.logging import configure_cli_logging
+    from tools.cluster.spec import default_work_dir
+
+    # Library warnings (a torn tail read mid-append...) go to stderr, never into --json output.
+    configure_cli_logging()
+    return str(args.work_dir or default_work_dir())
+
+
+def _say(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def _existing(args: argparse.Namespace) -> LocalCluster:
+    from tools.cluster.cluster import LocalCluster
+
+    cluster = LocalCluster(_work_dir(args))
+    if not cluster.exists():
+        raise UserError(f"no cluster in {cluster.work_dir}; start one with `kraftpy cluster up`")
+    return cluster
+
+
+def _kv(items: list[str]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise UserError(f"--broker-config '{item}' is not of the form KEY=VALUE")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _up(args: argparse.Namespace) -> int:
+    from tools.cluster.errors import ClusterError
+    from tools.cluster.spec import FAST_BROKER_SETTINGS, ClusterSpec
+
+    broker_config = {} if args.kafka_defaults else dict(FAST_BROKER_SETTINGS)
+    broker_config.update(_kv(args.broker_config))
+    try:
+        spec = ClusterSpec(
+            brokers=args.brokers,
+            dirs=args.dirs,
+            real_disks=args.real_disks,
+            multi_host=args.multi_host,
+            fs=tuple(f.strip() for f in args.fs.split(",") if f.strip()),
+            disk_size=args.disk_size,
+            restart=args.restart,
+            broker_config=broker_config,
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    from tools.cluster.cluster import LocalCluster
+
+    try:
+        cluster = LocalCluster.up(_work_dir(args), spec, say=_say, timeout=args.timeout)
+    except ClusterError as e:
+        raise UserError(str(e)) from None
+    _print_view(cluster, None)
+    print(f"bootstrap servers: {cluster.bootstrap_servers()}")
+    if cluster.client_netns:
+        print(f"clients run inside the namespace: nsenter --net=/run/netns/{cluster.client_netns} -- ...")
+    print(f"stop with: kraftpy cluster down --work-dir {cluster.work_dir}")
+    return 0
+
+
+def _print_view(cluster: LocalCluster, topics: list[str] | None) -> None:
+    from rich.console import Console
+
+    from tools.cluster.render import render
+
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=160)
+    console.print(render(cluster.view(), topics))
+
+
+def _status(args: argparse.Namespace) -> int:
+    from tools.cluster.errors import ClusterError
+
+    cluster = _existing(args)
+    try:
+        if args.json:
+            json.dump(cluster.view().to_json(), sys.stdout, indent=2, default=str)
+            print()
+        else:
+            _print_view(cluster, args.topic)
+    except ClusterError as e:
+        raise UserError(str(e)) from None
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    from tools.cluster.cluster import LocalCluster
+
+    cluster = LocalCluster(_work_dir(args))
+    if not cluster.exists():
+        print(f"no cluster in {cluster.work_dir}; nothing to do")
+        return 0
+    cluster.down(say=_say, timeout=args.timeout)
+    print(f"cluster in {cluster.work_dir} is down (logs kept in {cluster.work_dir / 'logs'})")
+    return 0
+
+
+def _guard(fn):  # type: ignore[no-untyped-def]
+    from tools.cluster.errors import ClusterError
+
+    try:
+        return fn()
+    except ClusterError as e:
+        raise UserError(str(e)) from None
+
+
+def _fail(args: argparse.Namespace) -> int:
+    cluster = _existing(args)
+    print(_guard(lambda: cluster.fail_dir(args.broker, args.dir, args.how)))
+    return 0
+
+
+def _heal(args: argparse.Namespace) -> int:
+    cluster = _existing(args)
+    for line in _guard(lambda: cluster.heal_dir(args.broker, args.dir, timeout=0)):
+        print(line)
+    return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    cluster = _existing(args)
+    print(f"broker {args.broker}: {_guard(lambda: cluster.stop_broker(args.broker))}")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    cluster = _existing(args)
+    _guard(lambda: cluster.start_broker(args.broker))
+    print(f"broker {args.broker} started and serving")
+    return 0

@@ -1,0 +1,135 @@
+"""`kraftpy log-dirs describe`: every configured log dir of each broker (kafka-log-dirs.sh --describe).
+
+Prints Kafka's JSON (`{"version":1,"brokers":[{"broker":..,"logDirs":[...]}]}`) with, per dir, the
+directory.id, whether it is online (an offline dir has error KafkaStorageException and no
+partitions), its total and usable bytes, and its partitions with size and offset lag. `--table`
+prints the same as tables.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+from tools.client.cli_support import add_bootstrap, int_list, run
+
+if TYPE_CHECKING:
+    from tools.client import BrokerLogDirs
+
+# Kafka's exception names in kafka-log-dirs output, by error code.
+ERROR_NAMES = {56: "KafkaStorageException", 57: "LogDirNotFoundException"}
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "log-dirs",
+        help="describe brokers' log dirs (kafka-log-dirs)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    verbs = parser.add_subparsers(dest="log_dirs_command", metavar="ACTION", required=True)
+    p = verbs.add_parser("describe", help="each log dir: path, directory.id, state, space, partitions")
+    add_bootstrap(p)
+    p.add_argument("--broker-list", metavar="1,2", help="brokers to ask (default: every live broker)")
+    p.add_argument("--topic-list", metavar="T1,T2", help="only these topics' partitions (default: all)")
+    p.add_argument("--table", action="store_true", help="tables instead of Kafka's JSON")
+    p.set_defaults(func=lambda a: run("log-dirs describe", lambda: _describe(a)))
+
+
+def to_json(results: list[BrokerLogDirs]) -> dict[str, Any]:
+    brokers = []
+    for r in results:
+        entry: dict[str, Any] = {"broker": r.broker.node_id, "logDirs": []}
+        if r.error is not None:
+            entry["error"] = str(r.error)
+        elif r.response is not None:
+            for d in r.response.Results:
+                entry["logDirs"].append(
+                    {
+                        "logDir": d.LogDir,
+                        "directoryId": str(d.DirectoryId),
+                        "online": d.ErrorCode == 0,
+                        "error": None
+                        if d.ErrorCode == 0
+                        else ERROR_NAMES.get(d.ErrorCode, f"error {d.ErrorCode}"),
+                        "totalBytes": d.TotalBytes,
+                        "usableBytes": d.UsableBytes,
+                        "partitions": [
+                            {
+                                "partition": f"{t.Name}-{p.PartitionIndex}",
+                                "size": p.PartitionSize,
+                                "offsetLag": p.OffsetLag,
+                                "isFuture": p.IsFutureKey,
+                            }
+                            for t in d.Topics
+                            for p in t.Partitions
+                        ],
+                    }
+                )
+        brokers.append(entry)
+    return {"version": 1, "brokers": brokers}
+
+
+def _print_tables(doc: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    for b in doc["brokers"]:
+        if "error" in b:
+            console.print(f"[bold]broker {b['broker']}[/]: [red]{b['error']}[/]")
+            continue
+        table = Table(title=f"broker {b['broker']}", title_justify="left")
+        for col in ("log dir", "directory.id", "state", "total", "usable", "partitions (size, lag)"):
+            table.add_column(col)
+        for d in b["logDirs"]:
+            parts = ", ".join(
+                f"{p['partition']} ({p['size']} B, lag {p['offsetLag']})" for p in d["partitions"]
+            )
+            table.add_row(
+                d["logDir"],
+                d["directoryId"],
+                "online" if d["online"] else f"[red]offline ({d['error']})[/]",
+                _bytes(d["totalBytes"]),
+                _bytes(d["usableBytes"]),
+                parts or "-",
+            )
+        console.print(table)
+
+
+def _bytes(n: int) -> str:
+    if n < 0:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return str(n)
+
+
+async def _describe(args: argparse.Namespace) -> int:
+    from tools.client import Admin
+
+    brokers = int_list(args.broker_list, "--broker-list") if args.broker_list else None
+    topics = None
+    if args.topic_list:
+        async with Admin(args.bootstrap_server) as admin:
+            meta = await admin.describe([t for t in args.topic_list.split(",") if t])
+        topics = {
+            t.Name: [p.PartitionIndex for p in t.Partitions]
+            for t in meta.Topics
+            if t.Name and t.ErrorCode == 0
+        }
+    async with Admin(args.bootstrap_server) as admin:
+        print("Querying brokers for log directories information", file=sys.stderr)
+        results = await admin.describe_log_dirs(brokers, topics)
+    answered = [r.broker.node_id for r in results if r.error is None]
+    print(f"Received log directory information from brokers {','.join(map(str, answered))}", file=sys.stderr)
+    doc = to_json(results)
+    if args.table:
+        _print_tables(doc)
+    else:
+        print(json.dumps(doc))
+    return 0 if len(answered) == len(results) else 1

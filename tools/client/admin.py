@@ -1,0 +1,173 @@
+"""An admin client: topics (create, list, describe, delete) and log dirs, through any broker or controller.
+
+A broker forwards CreateTopics / DeleteTopics to the active controller (as KRaft brokers do); a
+controller answers them itself. Metadata works on both. DescribeLogDirs goes to each broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from protocol.errors import Errors, KafkaError
+from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.rpc.metadata import MetadataResponse
+from tools.client.cluster import BrokerInfo, ClusterMetadata, ConnectionPool, TopicInfo, topics_from
+from tools.client.errors import ClientError, as_error
+
+CREATE_TOPICS_VERSION = 7
+DELETE_TOPICS_VERSION = 6
+
+
+@dataclass(frozen=True, slots=True)
+class TopicResult:
+    name: str
+    error: Errors
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerLogDirs:
+    broker: BrokerInfo
+    error: KafkaError | None
+    response: DescribeLogDirsResponse | None
+
+
+class Admin:
+    def __init__(self, bootstrap_servers: str | list[str], *, timeout_ms: int = 30000) -> None:
+        self.timeout_ms = timeout_ms
+        self.pool = ConnectionPool(timeout_s=timeout_ms / 1000)
+        self.metadata = ClusterMetadata(bootstrap_servers, self.pool)
+
+    async def __aenter__(self) -> Admin:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self.pool.close()
+
+    async def _call_any(self, api: str, req: object, version: int | None = None) -> object:
+        """Send to the first reachable bootstrap address (then known brokers)."""
+        last: KafkaError | None = None
+        for url in [*self.metadata.bootstrap, *(b.url for b in self.metadata.brokers.values())]:
+            try:
+                return await self.pool.get(url).call(api, req, version, timeout=self.timeout_ms / 1000)  # type: ignore[arg-type]
+            except KafkaError as e:
+                last = e
+        raise ClientError(
+            last.code if last else Errors.NETWORK_EXCEPTION,
+            f"no server answered {api} ({', '.join(u.removeprefix('http://') for u in self.metadata.bootstrap)})",
+        )
+
+    # ---- topics -----------------------------------------------------------------------------------
+
+    async def create_topic(
+        self,
+        name: str,
+        *,
+        partitions: int = -1,
+        replication_factor: int = -1,
+        assignments: Mapping[int, Sequence[int]] | None = None,
+        configs: Mapping[str, str] | None = None,
+        validate_only: bool = False,
+        wait: bool = True,
+    ) -> TopicResult:
+        """CreateTopics for one topic; with `wait`, also until every partition has a leader in Metadata."""
+        C = CreateTopicsRequest
+        topic = C.CreatableTopic(
+            Name=name,
+            NumPartitions=-1 if assignments else partitions,
+            ReplicationFactor=-1 if assignments else replication_factor,
+            Assignments=[
+                C.CreatableReplicaAssignment(PartitionIndex=p, BrokerIds=list(b))
+                for p, b in sorted((assignments or {}).items())
+            ],
+            Configs=[C.CreatableTopicConfig(Name=k, Value=v) for k, v in (configs or {}).items()],
+        )
+        req = C(Topics=[topic], TimeoutMs=self.timeout_ms, ValidateOnly=validate_only)
+        resp = await self._call_any("CreateTopics", req, CREATE_TOPICS_VERSION)
+        assert isinstance(resp, CreateTopicsResponse)
+        result = next((r for r in resp.Topics if r.Name == name), None)
+        if result is None:
+            return TopicResult(name, Errors.UNKNOWN_SERVER_ERROR, "the answer did not name the topic")
+        out = TopicResult(name, as_error(result.ErrorCode), result.ErrorMessage)
+        if out.error is Errors.NONE and wait and not validate_only:
+            await self.wait_for_leaders(name)
+        return out
+
+    async def wait_for_leaders(self, name: str, timeout_ms: int | None = None) -> TopicInfo:
+        deadline = time.monotonic() + (timeout_ms or self.timeout_ms) / 1000
+        while True:
+            resp = await self.metadata.fetch([name])
+            info = topics_from(resp).get(name)
+            if (
+                info is not None
+                and info.error is Errors.NONE
+                and info.partitions
+                and all(p.leader >= 0 for p in info.partitions.values())
+            ):
+                return info
+            if time.monotonic() > deadline:
+                raise ClientError(
+                    Errors.REQUEST_TIMED_OUT, f"topic {name} has no leader for every partition yet"
+                )
+            await asyncio.sleep(0.05)
+
+    async def delete_topics(self, names: Sequence[str]) -> list[TopicResult]:
+        D = DeleteTopicsRequest
+        req = D(Topics=[D.DeleteTopicState(Name=n) for n in names], TimeoutMs=self.timeout_ms)
+        resp = await self._call_any("DeleteTopics", req, DELETE_TOPICS_VERSION)
+        assert isinstance(resp, DeleteTopicsResponse)
+        return [TopicResult(r.Name or "", as_error(r.ErrorCode), r.ErrorMessage) for r in resp.Responses]
+
+    async def describe(self, names: Sequence[str] | None = None) -> MetadataResponse:
+        """Metadata for the given topics (every topic when None), brokers included."""
+        resp = await self.metadata.fetch(list(names) if names is not None else None)
+        self.metadata.brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack) for b in resp.Brokers}
+        return resp
+
+    async def list_topics(self) -> list[str]:
+        resp = await self.describe(None)
+        return sorted(t.Name for t in resp.Topics if t.Name)
+
+    # ---- log dirs ---------------------------------------------------------------------------------
+
+    async def describe_log_dirs(
+        self, broker_ids: Sequence[int] | None = None, topics: Mapping[str, Sequence[int]] | None = None
+    ) -> list[BrokerLogDirs]:
+        """DescribeLogDirs of each broker asked for (every live broker when None)."""
+        resp = await self.describe([])
+        brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack) for b in resp.Brokers}
+        wanted = sorted(brokers) if broker_ids is None else list(broker_ids)
+        req = DescribeLogDirsRequest(
+            Topics=None
+            if topics is None
+            else [
+                DescribeLogDirsRequest.DescribableLogDirTopic(Topic=t, Partitions=list(ps))
+                for t, ps in topics.items()
+            ]
+        )
+
+        async def one(broker_id: int) -> BrokerLogDirs:
+            b = brokers.get(broker_id)
+            if b is None:
+                return BrokerLogDirs(
+                    BrokerInfo(broker_id, "", 0, None),
+                    ClientError(
+                        Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not alive in the metadata"
+                    ),
+                    None,
+                )
+            try:
+                r = await self.pool.get(b.url).call("DescribeLogDirs", req, timeout=self.timeout_ms / 1000)
+            except KafkaError as e:
+                return BrokerLogDirs(b, e, None)
+            return BrokerLogDirs(b, None, r)
+
+        return list(await asyncio.gather(*(one(b) for b in wanted)))

@@ -1,0 +1,118 @@
+"""HTTP probes of the nodes: `/healthz` and `/metrics`, standard library only.
+
+In multi-host mode the nodes' addresses exist only inside the test network, so the probe runs there:
+`nsenter --net=/run/netns/<client ns> -- python -m tools.cluster.probe URL...` prints one JSON
+object mapping each URL to its result. `probe_all` hides which of the two ways is used.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+
+def fetch(url: str, timeout: float = 1.0) -> dict[str, Any]:
+    """{"status": HTTP status or None, "body": parsed JSON or text, "error": text or None}."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            status, raw = resp.status, resp.read()
+    except urllib.error.HTTPError as e:
+        status, raw = e.code, e.read()
+    except (OSError, ValueError) as e:
+        return {"status": None, "body": None, "error": str(getattr(e, "reason", e))}
+    text = raw.decode(errors="replace")
+    body: Any = text
+    if text[:1] in "{[":
+        try:
+            body = json.loads(text)
+        except ValueError:
+            pass
+    return {"status": status, "body": body, "error": None}
+
+
+def fetch_many(urls: Sequence[str], timeout: float = 1.0) -> dict[str, dict[str, Any]]:
+    if not urls:
+        return {}
+    with ThreadPoolExecutor(max_workers=min(16, len(urls))) as pool:
+        results = list(pool.map(lambda u: fetch(u, timeout), urls))
+    return dict(zip(urls, results, strict=True))
+
+
+def probe_all(urls: Sequence[str], netns: str | None, timeout: float = 1.0) -> dict[str, dict[str, Any]]:
+    """Fetch every URL, from inside `netns` when given (a short-lived helper process joins it)."""
+    if netns is None:
+        return fetch_many(urls, timeout)
+    from tools.cluster.netns import wrap
+
+    argv = wrap([sys.executable, "-m", "tools.cluster.probe", "--timeout", str(timeout), *urls], netns)
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * 2 + 10, check=False)
+        return json.loads(proc.stdout)
+    except (subprocess.TimeoutExpired, ValueError):
+        err = {"status": None, "body": None, "error": f"probe inside {netns} failed"}
+        return {u: dict(err) for u in urls}
+
+
+def parse_metrics(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Prometheus text exposition -> {metric name: [(labels, value)]} (comments skipped)."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, value_part = line.rpartition(" ")
+        labels: dict[str, str] = {}
+        name = name_part
+        if "{" in name_part:
+            name, _, rest = name_part.partition("{")
+            for item in _split_labels(rest.rstrip("}")):
+                k, _, v = item.partition("=")
+                labels[k.strip()] = v.strip().strip('"').replace('\\"', '"').replace("\\\\", "\\")
+        try:
+            value = float(value_part)
+        except ValueError:
+            continue
+        out.setdefault(name.strip(), []).append((labels, value))
+    return out
+
+
+def _split_labels(s: str) -> list[str]:
+    items, cur, quoted, escaped = [], [], False, False
+    for c in s:
+        if escaped:
+            cur.append(c)
+            escaped = False
+        elif c == "\\":
+            cur.append(c)
+            escaped = True
+        elif c == '"':
+            quoted = not quoted
+            cur.append(c)
+        elif c == "," and not quoted:
+            items.append("".join(cur))
+            cur = []
+        else:
+            cur.append(c)
+    if cur:
+        items.append("".join(cur))
+    return [i for i in items if i.strip()]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m tools.cluster.probe")
+    p.add_argument("--timeout", type=float, default=1.0)
+    p.add_argument("urls", nargs="*")
+    args = p.parse_args(argv)
+    json.dump(fetch_many(args.urls, args.timeout), sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
