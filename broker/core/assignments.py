@@ -125,14 +125,6 @@ class AssignmentsManager:
     def queued(self) -> int:
         return len(self.ready) + (len(self.in_flight) if self.in_flight else 0)
 
-    def pending_for(self, topic_id: Uuid, partition: int) -> Assignment | None:
-        key = PartitionKey(topic_id, partition)
-        if key in self.ready:
-            return self.ready[key]
-        if self.in_flight and key in self.in_flight:
-            return self.in_flight[key]
-        return None
-
     def next_wakeup_ms(self) -> int | None:
         return None if self.in_flight is not None else self.deadline_ms
 

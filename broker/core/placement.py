@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from protocol.uuid import LOST, MIGRATING, UNASSIGNED, Uuid
+from protocol.uuid import LOST, UNASSIGNED, Uuid
 
 
 class FutureAction(Enum):
@@ -143,11 +143,6 @@ def _report(actual: Uuid, assigned: Uuid, dirs: DirView) -> Uuid | None:
     if not dirs.multi_dir:
         return actual if assigned == LOST else None
     return actual
-
-
-def needs_placement(assigned: Uuid, dirs: DirView) -> bool:
-    """Whether a replica assigned `assigned` is not yet placed in a real dir (UNASSIGNED, MIGRATING)."""
-    return dirs.multi_dir and assigned in (UNASSIGNED, MIGRATING)
 
 
 def choose_dir(replica_counts: Mapping[Uuid, int], paths: Mapping[Uuid, str]) -> Uuid:
