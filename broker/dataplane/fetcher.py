@@ -22,10 +22,11 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import structlog
 
+from broker.dataplane.hosted_partition import HostedPartition, PartitionKey, now_ms
 from broker.dataplane.truncation import EpochEnd, truncation_for
 from broker.storage import LogDirOfflineError, PartitionLog, UnexpectedAppendOffsetError
 from protocol.errors import Errors, KafkaError
@@ -41,14 +42,33 @@ from protocol.transport import NO_RETRIES, RpcClient
 from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
-    from broker.dataplane.replica_manager import HostedPartition, ReplicaManager
+    from broker.dataplane.settings import ReplicaSettings
+    from kraftpy.image import MetadataImage
 
 log = structlog.get_logger("broker.dataplane")
 
 T = TypeVar("T")
 FETCH_VERSION = 17
-PartitionKey = tuple[Uuid, int]
+
 UNKNOWN_LEADER_EPOCH_BACKOFF_MS = 50
+
+
+class FetcherHost(Protocol):
+    """What the fetchers need from the replica manager that owns them."""
+
+    node_id: int
+    settings: ReplicaSettings
+    listener_name: str | None
+
+    @property
+    def image(self) -> MetadataImage: ...
+
+    @property
+    def broker_epoch(self) -> int: ...
+
+    async def on_local_dir(self, hp: HostedPartition, fn: Callable[..., T], *args: object) -> T: ...
+
+    def follower_progress(self, hp: HostedPartition, leo: int, leader_hw: int, leader_lso: int) -> None: ...
 
 
 @dataclass(slots=True)
@@ -62,7 +82,7 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: ReplicaManager, source_id: int) -> None:
+    def __init__(self, manager: FetcherHost, source_id: int) -> None:
         self.manager = manager
         self.source_id = source_id
         self.partitions: dict[PartitionKey, FetchState] = {}
@@ -119,8 +139,6 @@ class ReplicaFetcher:
         return self._client
 
     async def _run(self) -> None:
-        from broker.dataplane.replica_manager import now_ms
-
         backoff_ms = self.manager.settings.fetch_backoff_ms
         while self.partitions:
             now = now_ms()
@@ -165,8 +183,6 @@ class ReplicaFetcher:
             self._client = None
 
     def _delay(self, states: list[FetchState], ms: int) -> None:
-        from broker.dataplane.replica_manager import now_ms
-
         until = now_ms() + ms
         for fs in states:
             fs.delayed_until_ms = until
@@ -187,7 +203,7 @@ class ReplicaFetcher:
             )
         return FetchRequest(
             ReplicaState=ReplicaStateData(
-                ReplicaId=self.manager.node_id, ReplicaEpoch=self.manager.host.broker_epoch
+                ReplicaId=self.manager.node_id, ReplicaEpoch=self.manager.broker_epoch
             ),
             MaxWaitMs=settings.fetch_wait_max_ms,
             MinBytes=1,
@@ -314,7 +330,7 @@ class ReplicaFetcher:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, manager: ReplicaManager) -> None:
+    def __init__(self, manager: FetcherHost) -> None:
         self.manager = manager
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._by_partition: dict[PartitionKey, int] = {}

@@ -11,7 +11,6 @@ until the metadata moves it; its parked produces are answered the same way at on
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -21,10 +20,12 @@ import structlog
 from broker.dataplane.alter_partition import AlterPartitionManager
 from broker.dataplane.checkpoints import HighWatermarkCheckpoints
 from broker.dataplane.fetcher import ReplicaFetcherManager
-from broker.dataplane.host import DataPlaneHost, LocalLog
+from broker.dataplane.host import DataPlaneHost
+from broker.dataplane.hosted_partition import HostedPartition, PartitionKey, now_ms
 from broker.dataplane.metadata_response import min_insync_replicas
 from broker.dataplane.partition import Partition, Role
 from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
+from broker.dataplane.settings import ReplicaSettings
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
 from kraftpy.image import MetadataImage, PartitionRegistration, TopicIdPartition
@@ -34,25 +35,8 @@ from protocol.uuid import Uuid
 log = structlog.get_logger("broker.dataplane")
 
 T = TypeVar("T")
-PartitionKey = tuple[Uuid, int]
 
 ISR_CHECK_MIN_MS = 50
-
-
-def now_ms() -> int:
-    return time.monotonic_ns() // 1_000_000
-
-
-@dataclass(slots=True)
-class HostedPartition:
-    tp: TopicIdPartition
-    state: Partition
-    local: LocalLog | None = None
-    registration: PartitionRegistration | None = None
-
-    @property
-    def key(self) -> PartitionKey:
-        return (self.tp.topic_id, self.tp.partition)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,35 +60,11 @@ class FetchRead:
     message: str | None = None
 
 
-@dataclass(slots=True)
-class _Settings:
-    replica_lag_time_max_ms: int
-    min_insync_replicas: int
-    fetch_wait_max_ms: int
-    fetch_max_bytes: int
-    fetch_backoff_ms: int
-    hw_checkpoint_interval_ms: int
-    request_timeout_ms: int
-
-
-def _settings(host: DataPlaneHost) -> _Settings:
-    cfg = host.config
-    return _Settings(
-        replica_lag_time_max_ms=int(cfg.replica_lag_time_max_ms),
-        min_insync_replicas=int(cfg.min_insync_replicas),
-        fetch_wait_max_ms=int(cfg.replica_fetch_wait_max_ms),
-        fetch_max_bytes=int(cfg.replica_fetch_max_bytes),
-        fetch_backoff_ms=int(cfg.replica_fetch_backoff_ms),
-        hw_checkpoint_interval_ms=int(cfg.replica_high_watermark_checkpoint_interval_ms),
-        request_timeout_ms=int(cfg.replica_socket_timeout_ms),
-    )
-
-
 class ReplicaManager:
     def __init__(self, host: DataPlaneHost) -> None:
         self.host = host
         self.node_id = host.node_id
-        self.settings = _settings(host)
+        self.settings = ReplicaSettings.from_config(host.config)
         self.listener_name = broker_listener_name(host.config)
         self.partitions: dict[PartitionKey, HostedPartition] = {}
         self.purgatory = ProducePurgatory()
@@ -143,6 +103,10 @@ class ReplicaManager:
     @property
     def image(self) -> MetadataImage:
         return self._image
+
+    @property
+    def broker_epoch(self) -> int:
+        return self.host.broker_epoch
 
     async def publish(self, image: MetadataImage) -> None:
         """Bring every local replica in line with `image` (leaders, followers, ISR, removals)."""
