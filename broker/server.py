@@ -7,11 +7,11 @@ metadata log's on the metadata dir's. The pieces:
   every log.dir.probe.interval.ms by a small write + fsync;
 - `MetadataLoader`: the local copy of `__cluster_metadata`, fetched from the controller, replayed
   into images;
-- `ReplicaManager` (+ `HostedReplicas`, the KIP-858 decisions): the partitions hosted here;
+- `LogManager` (+ `HostedReplicas`, the KIP-858 decisions): the partitions hosted here;
 - `BrokerLifecycle` + `AssignmentsManager`, driven by one task that sends BrokerRegistration,
   BrokerHeartbeat and AssignReplicasToDirs when they are due;
 - the aiohttp app on the broker's listener: /healthz, /metrics, and room for the data plane's RPC
-  handlers (`add_handler(server.app, ...)`, with `server.replica_manager` to find partitions).
+  handlers (`add_handler(server.app, ...)`, with `server.log_manager` to find partition logs).
 
 A log dir failure (any OSError, or a stall) takes that dir's replicas offline, closes their files
 and sends a heartbeat at once. The metadata dir failing, every log dir failing, a registration that
@@ -44,10 +44,10 @@ from broker.core.lifecycle import (
     Shutdown,
 )
 from broker.core.local_logs import DuplicateLogError, FoundLog, classify
+from broker.log_manager import LogManager
 from broker.metadata_loader import LocalMetadataLog, MetadataLoader
 from broker.metrics import BrokerMetrics, BrokerStats, DirStat
 from broker.partition_dirs import delete_partition_dir, scan
-from broker.replica_manager import ReplicaManager
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
@@ -99,7 +99,7 @@ class BrokerServer:
         self.lifecycle: BrokerLifecycle | None = None
         self.assignments = AssignmentsManager(self.broker_id, rng=self.rng)
         self.hosted: HostedReplicas | None = None
-        self.replica_manager: ReplicaManager | None = None
+        self.log_manager: LogManager | None = None
         self.loader: MetadataLoader | None = None
         self.metrics: BrokerMetrics | None = None
         self.published = False
@@ -164,7 +164,7 @@ class BrokerServer:
             multi_dir=dirs.multi_dir,
             inventory=inventory,
         )
-        self.replica_manager = ReplicaManager(
+        self.log_manager = LogManager(
             self.broker_id,
             self.log_dirs,
             self.hosted,
@@ -199,7 +199,7 @@ class BrokerServer:
         )
 
         await self._serve_http()
-        self.replica_manager.start()
+        self.log_manager.start()
         self.lifecycle.start(self.now_ms())
         self._spawn(self._lifecycle_loop(), "lifecycle")
         self._spawn(self.loader.run(), "metadata-fetch")
@@ -343,8 +343,8 @@ class BrokerServer:
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        if self.replica_manager is not None:
-            await self.replica_manager.stop()
+        if self.log_manager is not None:
+            await self.log_manager.stop()
         if self._local is not None:
             await self._local.close()
         if self._runner is not None:
@@ -424,7 +424,7 @@ class BrokerServer:
     # ---- metadata ------------------------------------------------------------------------------
 
     def _on_image(self, image: MetadataImage, delta: MetadataDelta | None) -> None:
-        lc, rm = self.lifecycle, self.replica_manager
+        lc, rm = self.lifecycle, self.log_manager
         assert lc is not None and rm is not None
         lc.set_metadata_offset(image.offset)
         mv = image.metadata_version
@@ -451,11 +451,11 @@ class BrokerServer:
         self._wakeup.set()
 
     def _publish_first(self) -> None:
-        assert self.replica_manager is not None and self.loader is not None
+        assert self.log_manager is not None and self.loader is not None
         self.published = True
         image = self.loader.image
         log.info("publishing the first metadata image to the replica manager", metadata_offset=image.offset)
-        self.replica_manager.publish(image)
+        self.log_manager.publish(image)
 
     def _maybe_reregister(self, image: MetadataImage) -> None:
         lc = self.lifecycle
@@ -480,7 +480,7 @@ class BrokerServer:
         Only while starting: once ready the broker never asks to be fenced again (that would fence a
         running broker every time a topic is created).
         """
-        lc, hosted, rm = self.lifecycle, self.hosted, self.replica_manager
+        lc, hosted, rm = self.lifecycle, self.hosted, self.log_manager
         if lc is None or hosted is None or rm is None or self.ready_latched:
             return
         ready = self.published and hosted.ready_to_unfence() and self.assignments.queued == 0 and rm.settled
@@ -507,8 +507,8 @@ class BrokerServer:
         log.error(
             "log dir failed; its replicas are offline", path=path, dir_id=str(ld.dir_id), error=repr(exc)
         )
-        if self.replica_manager is not None:
-            n = self.replica_manager.fail_dir(ld.dir_id)
+        if self.log_manager is not None:
+            n = self.log_manager.fail_dir(ld.dir_id)
             log.warning("replicas taken offline", path=path, replicas=n)
         if self.lifecycle is not None:
             self.lifecycle.on_dir_failure(ld.dir_id, self.now_ms())

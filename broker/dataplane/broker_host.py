@@ -1,7 +1,7 @@
 """The data plane inside `broker.server.BrokerServer`: the host adapter and the one-call attach.
 
 The broker shell owns which replica lives in which dir and opens the logs
-(`broker.replica_manager`); this adapter answers the data plane's questions from it, and chains
+(`broker.log_manager`); this adapter answers the data plane's questions from it, and chains
 the shell's `on_change` callback (called after each publish, after logs are created, after a dir
 failure) so the data plane looks again at once.
 
@@ -54,20 +54,20 @@ class BrokerServerHost:
 
     @property
     def image(self) -> MetadataImage:
-        rm = self.server.replica_manager
-        if rm is None or rm.image is None or not self.server.published:
+        lm = self.server.log_manager
+        if lm is None or lm.image is None or not self.server.published:
             return MetadataImage.EMPTY
-        return rm.image
+        return lm.image
 
     @property
     def controller(self) -> RpcClient:
         return self._controller
 
     async def local_log(self, tp: TopicIdPartition) -> LocalLog | None:
-        rm = self.server.replica_manager
-        if rm is None:
+        lm = self.server.log_manager
+        if lm is None:
             return None
-        hp = rm.get_partition(tp.topic_id, tp.partition)
+        hp = lm.get_partition(tp.topic_id, tp.partition)
         if hp is None:
             return None
         if not hp.online or hp.log_dir is None:
@@ -95,9 +95,9 @@ async def attach_dataplane(server: BrokerServer) -> DataPlane:
     """Serve the data plane on the started `server`'s app and keep it in step with the server."""
     host = BrokerServerHost(server)
     dataplane = DataPlane(host)
-    assert server.app is not None and server.replica_manager is not None
+    assert server.app is not None and server.log_manager is not None
     dataplane.install(server.app)
-    rm = server.replica_manager
+    rm = server.log_manager
     previous = rm.on_change
 
     def on_change() -> None:

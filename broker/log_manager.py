@@ -1,4 +1,4 @@
-"""ReplicaManager: the partitions hosted by this broker, the log dir each lives in, and its log.
+"""LogManager: the partition logs hosted by this broker, the log dir each lives in, and its files.
 
 The decisions come from `broker.core.hosted_replicas` (the KIP-858 table); this shell carries
 them out on the disks, one plan at a time in the order the metadata produced them, each dir's
@@ -26,7 +26,6 @@ import asyncio
 import functools
 import threading
 from collections.abc import Callable, Iterable
-from enum import Enum
 from pathlib import Path
 
 import structlog
@@ -42,32 +41,23 @@ from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid, describe_directory
 
-log = structlog.get_logger("broker.replica_manager")
+log = structlog.get_logger("broker.log_manager")
 
 CREATE_CHUNK = 256
 
 
-class PartitionState(Enum):
-    ONLINE = "online"
-    OFFLINE = "offline"
-
-
-class HostedPartition:
-    """One partition hosted here (Kafka's HostedPartition.Online / Offline plus its Partition)."""
+class HostedLog:
+    """One partition's log hosted here: the dir it lives in, opened on first use, offline with its dir."""
 
     def __init__(self, tp: TopicIdPartition, log_dir: LogDir | None, log_config: LogConfig) -> None:
         self.tp = tp
         self.log_dir = log_dir
-        self.state = PartitionState.ONLINE if log_dir is not None else PartitionState.OFFLINE
+        self.online = log_dir is not None
         self.log_config = log_config
         self.created = asyncio.Event()
         self._log: PartitionLog | None = None
         self._lock = asyncio.Lock()
         self.offline_reason = ""
-
-    @property
-    def online(self) -> bool:
-        return self.state is PartitionState.ONLINE
 
     @property
     def path(self) -> Path | None:
@@ -109,12 +99,12 @@ class HostedPartition:
         return opened
 
     def go_offline(self, reason: str) -> PartitionLog | None:
-        self.state = PartitionState.OFFLINE
+        self.online = False
         self.offline_reason = reason
         return self.take_log()
 
 
-class ReplicaManager:
+class LogManager:
     def __init__(
         self,
         broker_id: int,
@@ -133,7 +123,7 @@ class ReplicaManager:
         self.log_config = log_config
         self.now_ms = now_ms
         self.on_change = on_change
-        self.partitions: dict[tuple[Uuid, int], HostedPartition] = {}
+        self.partitions: dict[tuple[Uuid, int], HostedLog] = {}
         self.image: MetadataImage | None = None
         self._plans: asyncio.Queue[Plan] = asyncio.Queue()
         self._busy = False
@@ -158,10 +148,10 @@ class ReplicaManager:
 
     # ---- lookups for request handlers ----------------------------------------------------------
 
-    def get_partition(self, topic_id: Uuid, partition: int) -> HostedPartition | None:
+    def get_partition(self, topic_id: Uuid, partition: int) -> HostedLog | None:
         return self.partitions.get((topic_id, partition))
 
-    def get_partition_or_error(self, topic: Uuid | str, partition: int) -> HostedPartition:
+    def get_partition_or_error(self, topic: Uuid | str, partition: int) -> HostedLog:
         image = self.image
         topic_image = image.topics.get_topic(topic) if image is not None else None
         if topic_image is None:
@@ -179,7 +169,7 @@ class ReplicaManager:
             raise hp._offline_error()
         return hp
 
-    def offline_partitions(self) -> list[HostedPartition]:
+    def offline_partitions(self) -> list[HostedLog]:
         return [p for p in self.partitions.values() if not p.online]
 
     # ---- metadata ------------------------------------------------------------------------------
@@ -199,7 +189,7 @@ class ReplicaManager:
         self.on_change()
 
     def _sync_partitions(self, plan: Plan, changed: Iterable[TopicIdPartition] | None) -> None:
-        """Keep one HostedPartition per replica the core tracks, where and in the state the core says."""
+        """Keep one HostedLog per replica the core tracks, where and in the state the core says."""
         keys = set(self.hosted.replicas) if changed is None else {(t.topic_id, t.partition) for t in changed}
         not_ready = {(t.topic_id, t.partition) for t, _ in plan.creates}
         not_ready |= {(t.topic_id, t.partition) for t, _, _ in plan.promote_futures}
@@ -216,7 +206,7 @@ class ReplicaManager:
             where = self.log_dirs.get(r.location) if r.location is not None else None
             hp = self.partitions.get(key)
             if hp is None:
-                hp = HostedPartition(r.tp, where, self.log_config)
+                hp = HostedLog(r.tp, where, self.log_config)
                 self.partitions[key] = hp
                 if where is not None and key not in not_ready:
                     hp.created.set()
@@ -227,7 +217,7 @@ class ReplicaManager:
                 elif where is not None and (hp.log_dir is None or hp.log_dir.dir_id != where.dir_id):
                     self._close_later([hp.take_log()])
                     hp.log_dir = where
-                    hp.state = PartitionState.ONLINE
+                    hp.online = True
                     hp.created = asyncio.Event()
                     if key not in not_ready:
                         hp.created.set()

@@ -1,4 +1,4 @@
-"""The ReplicaManager shell on real directories (no sockets): plans carried out, lookups, dir failure."""
+"""The LogManager on real directories (no sockets): plans carried out, lookups, dir failure."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from broker.core.assignments import AssignmentsManager
 from broker.core.hosted_replicas import HostedReplicas
 from broker.core.local_logs import classify
+from broker.log_manager import LogManager
 from broker.partition_dirs import scan
-from broker.replica_manager import ReplicaManager
 from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
 from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
@@ -38,13 +38,13 @@ class Rig:
             BROKER, {d: str(ld.path) for d, ld in self.dirs.items()}, inventory=classify(found)
         )
         self.assignments = AssignmentsManager(BROKER)
-        self.rm = ReplicaManager(
+        self.log_manager = LogManager(
             BROKER, self.dirs, self.hosted, self.assignments, LogConfig(), now_ms=lambda: 0
         )
 
     def _failed(self, ld: LogDir, exc: BaseException) -> None:
         self.failed.append(ld.dir_id)
-        self.rm.fail_dir(ld.dir_id)
+        self.log_manager.fail_dir(ld.dir_id)
 
     def close(self) -> None:
         for ld in self.dirs.values():
@@ -54,9 +54,9 @@ class Rig:
 @pytest.fixture
 async def rig(tmp_path: Path):  # type: ignore[no-untyped-def]
     r = Rig(tmp_path)
-    r.rm.start()
+    r.log_manager.start()
     yield r
-    await r.rm.stop()
+    await r.log_manager.stop()
     r.close()
 
 
@@ -65,8 +65,8 @@ def six() -> object:
 
 
 async def test_new_replicas_are_created_spread_and_queued_for_assignment(rig: Rig) -> None:
-    rig.rm.publish(six())  # type: ignore[arg-type]
-    await rig.rm.wait_settled()
+    rig.log_manager.publish(six())  # type: ignore[arg-type]
+    await rig.log_manager.wait_settled()
     created = {p.name: i for i, path in enumerate(rig.paths) for p in path.iterdir()}
     assert sorted(created) == [f"a-{p}" for p in range(6)]
     assert sorted(list(created.values()).count(i) for i in range(3)) == [2, 2, 2]
@@ -82,9 +82,9 @@ async def test_lookups_answer_with_kafka_error_codes(rig: Rig) -> None:
         partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]),
         partition(TOPIC_A, 1, [9], [UNASSIGNED]),
     )
-    rig.rm.publish(image)  # type: ignore[arg-type]
-    await rig.rm.wait_settled()
-    hp = rig.rm.get_partition_or_error("a", 0)
+    rig.log_manager.publish(image)  # type: ignore[arg-type]
+    await rig.log_manager.wait_settled()
+    hp = rig.log_manager.get_partition_or_error("a", 0)
     log = await hp.log()
     assert log.log_end_offset == 0
     for topic_name, p, code in (
@@ -93,15 +93,15 @@ async def test_lookups_answer_with_kafka_error_codes(rig: Rig) -> None:
         ("nope", 0, Errors.UNKNOWN_TOPIC_OR_PARTITION),
     ):
         with pytest.raises(KafkaError) as e:
-            rig.rm.get_partition_or_error(topic_name, p)
+            rig.log_manager.get_partition_or_error(topic_name, p)
         assert e.value.code == code
 
 
 async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: Rig) -> None:
-    rig.rm.publish(six())  # type: ignore[arg-type]
-    await rig.rm.wait_settled()
-    logs = {p: await rig.rm.get_partition_or_error("a", p).log() for p in range(6)}
-    victim = rig.rm.get_partition_or_error("a", 0).log_dir
+    rig.log_manager.publish(six())  # type: ignore[arg-type]
+    await rig.log_manager.wait_settled()
+    logs = {p: await rig.log_manager.get_partition_or_error("a", p).log() for p in range(6)}
+    victim = rig.log_manager.get_partition_or_error("a", 0).log_dir
     assert victim is not None
     victim.fail(OSError(errno.EIO, "Input/output error"))
     assert rig.failed == [victim.dir_id]
@@ -109,10 +109,10 @@ async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: 
     assert len(lost) == 2 and rig.hosted.offline_count() == 2
     for p in lost:
         with pytest.raises(KafkaError) as e:
-            rig.rm.get_partition_or_error("a", p)
+            rig.log_manager.get_partition_or_error("a", p)
         assert e.value.code == Errors.KAFKA_STORAGE_ERROR
         with pytest.raises(KafkaError) as e:
-            await rig.rm.get_partition(TOPIC_A, p).log()  # type: ignore[union-attr]
+            await rig.log_manager.get_partition(TOPIC_A, p).log()  # type: ignore[union-attr]
         assert e.value.code == Errors.KAFKA_STORAGE_ERROR
     for _ in range(200):
         if all(logs[p]._closed for p in lost):
@@ -129,11 +129,11 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
         write_partition_metadata(paths[1] / "old-3", Uuid.from_longs(5, 5))
 
     rig = Rig(tmp_path, prepare=prepare)
-    rig.rm.start()
+    rig.log_manager.start()
     try:
         image = image_of(topic("a", TOPIC_A), partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]))
-        rig.rm.publish(image)  # type: ignore[arg-type]
-        await rig.rm.wait_settled()
+        rig.log_manager.publish(image)  # type: ignore[arg-type]
+        await rig.log_manager.wait_settled()
         names = {i: sorted(p.name for p in path.iterdir()) for i, path in enumerate(rig.paths)}
         assert any(n.startswith("a-0.") and n.endswith("-stray") for n in names[0]), names
         assert any(n.startswith("old-3.") and n.endswith("-stray") for n in names[1]), names
@@ -142,10 +142,10 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
         # The replica moves to other brokers: its log is deleted.
         delta = delta_of(image, replicas_change(TOPIC_A, 0, [7, 8], [UNASSIGNED, UNASSIGNED]))
         changes = delta.local_changes(BROKER)
-        rig.rm.publish(delta.apply(), [], changes.deletes)
-        await rig.rm.wait_settled()
+        rig.log_manager.publish(delta.apply(), [], changes.deletes)
+        await rig.log_manager.wait_settled()
         assert not (rig.dirs[where].path / "a-0").exists()
-        assert rig.rm.get_partition(TOPIC_A, 0) is None
+        assert rig.log_manager.get_partition(TOPIC_A, 0) is None
     finally:
-        await rig.rm.stop()
+        await rig.log_manager.stop()
         rig.close()
