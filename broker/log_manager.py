@@ -34,6 +34,7 @@ from broker import partition_dirs
 from broker.core.assignments import AssignmentsManager
 from broker.core.hosted_replicas import HostedReplicas, Plan
 from broker.core.local_logs import FoundLog
+from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
 from broker.storage.log_dir import LogDir
@@ -115,7 +116,11 @@ class LogManager:
         *,
         now_ms: Callable[[], int],
         on_change: Callable[[], None] = lambda: None,
+        on_logs_changed: Callable[[list[TopicIdPartition]], None] = lambda tps: None,
     ) -> None:
+        """`on_change`: placement moved on (readiness to unfence may have changed);
+        `on_logs_changed`: these partitions' logs were created or promoted (the replica manager
+        applies their state again)."""
         self.broker_id = broker_id
         self.log_dirs = log_dirs
         self.hosted = hosted
@@ -123,6 +128,7 @@ class LogManager:
         self.log_config = log_config
         self.now_ms = now_ms
         self.on_change = on_change
+        self.on_logs_changed = on_logs_changed
         self.partitions: dict[tuple[Uuid, int], HostedLog] = {}
         self.image: MetadataImage | None = None
         self._plans: asyncio.Queue[Plan] = asyncio.Queue()
@@ -310,6 +316,7 @@ class LogManager:
                 report = reports.get((tp.topic_id, tp.partition))
                 if report is not None:
                     self._report(tp, report)
+            self.on_logs_changed(chunk)
             self.on_change()
 
     async def _delete(self, dir_id: Uuid, name: str) -> None:
@@ -334,6 +341,7 @@ class LogManager:
             hp.log_dir = ld
             hp.created.set()
         log.info("future log promoted", partition=str(tp), dir=str(ld.path))
+        self.on_logs_changed([tp])
 
     def _report(self, tp: TopicIdPartition, dir_id: Uuid) -> None:
         self.assignments.on_assignment(
@@ -342,6 +350,19 @@ class LogManager:
         self.on_change()
 
     # ---- dir failure ---------------------------------------------------------------------------
+
+    def on_dir_failure(self, failure: LogDirFailure) -> None:
+        """Subscribed to the LogDirFailureChannel."""
+        if failure.dir_id is None or failure.dir_id not in self.log_dirs:
+            return  # a separate metadata.log.dir: no partition logs there
+        log.error(
+            "log dir failed; its replicas are offline",
+            path=failure.path,
+            dir_id=str(failure.dir_id),
+            error=failure.reason,
+        )
+        n = self.fail_dir(failure.dir_id)
+        log.warning("replicas taken offline", path=failure.path, replicas=n)
 
     def fail_dir(self, dir_id: Uuid) -> int:
         """Take the dir's partitions offline and close their files; returns how many went offline."""

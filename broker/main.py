@@ -25,7 +25,6 @@ from kraftpy.process import event_loop_runner, parse_overrides, server_arg_parse
 PROCESS_START = time.monotonic()
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-DATAPLANE_STOP_TIMEOUT_S = 5.0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -75,7 +74,7 @@ async def _serve(cfg, dirs, *, dataplane: bool = True) -> int:  # type: ignore[n
     from broker.server import BrokerServer
     from broker.startup import StartupError
 
-    server = BrokerServer(cfg, dirs)
+    server = BrokerServer(cfg, dirs, dataplane=dataplane)
     server.started_at = PROCESS_START
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -85,35 +84,7 @@ async def _serve(cfg, dirs, *, dataplane: bool = True) -> int:  # type: ignore[n
     except StartupError:
         await server._stop()
         raise
-    plane = await _attach_dataplane(server) if dataplane else None
-    await server.stopped.wait()
-    if plane is not None:
-        try:  # before the server closes the logs
-            await asyncio.wait_for(plane.stop(), DATAPLANE_STOP_TIMEOUT_S)
-        except Exception as e:
-            import structlog
-
-            structlog.get_logger("broker.main").warning("data plane did not stop cleanly", error=repr(e))
     return await server.run()
-
-
-async def _attach_dataplane(server):  # type: ignore[no-untyped-def]
-    """Produce/Fetch/replication on the broker's app (broker.dataplane), when it can start.
-
-    A data plane that fails to start is logged and left out: the control plane (registration,
-    heartbeats, dir failures) must keep working whatever happens to the data path.
-    """
-    import structlog
-
-    try:
-        from broker.dataplane.broker_host import attach_dataplane
-
-        return await attach_dataplane(server)
-    except Exception:
-        structlog.get_logger("broker.main").exception(
-            "data plane failed to start; serving the control plane only"
-        )
-        return None
 
 
 def _raise_open_file_limit() -> None:

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+if TYPE_CHECKING:
+    from broker.log_dir_failure import LogDirFailure
 
 PREFIX = "kraftpy_broker"
 
@@ -103,3 +107,7 @@ class BrokerMetrics:
             ["path"],
             registry=registry,
         )
+
+    def on_dir_failure(self, failure: LogDirFailure) -> None:
+        """Subscribed to the LogDirFailureChannel."""
+        self.dir_failures.labels(failure.path).inc()

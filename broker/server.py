@@ -1,78 +1,60 @@
-"""BrokerServer: the broker process, wiring the sans-IO core to the controller, the disks and HTTP.
+"""BrokerServer: the broker process, wired. Each part does one job in a module of its own:
 
-One asyncio loop. Disk work runs on each log dir's own executor (`broker.storage.LogDir`), the
-metadata log's on the metadata dir's. The pieces:
+- `log_dirs`: the `LogDir`s (one I/O executor each), the startup inventory, the probes;
+- `log_dir_failure.LogDirFailureChannel`: a dir's failure, recorded once and delivered in order;
+- `metadata_loader.MetadataLoader`: the local copy of `__cluster_metadata`, fetched and replayed;
+- `metadata_publisher.BrokerMetadataPublisher`: each image to the log manager and the data plane;
+- `log_manager.LogManager` (+ `core.hosted_replicas`, the KIP-858 table): which log lives where;
+- `dataplane.DataPlane` (its `ReplicaManager`): produce, fetch, replication, ISR;
+- `lifecycle_manager.BrokerLifecycleManager`: registration, heartbeats, AssignReplicasToDirs;
+- `readiness.BrokerReadiness`: when to ask to be unfenced, /healthz and /metrics.
 
-- `LogDir` per online log dir (and one for metadata.log.dir when it is separate), each probed
-  every log.dir.probe.interval.ms by a small write + fsync;
-- `MetadataLoader`: the local copy of `__cluster_metadata`, fetched from the controller, replayed
-  into images;
-- `LogManager` (+ `HostedReplicas`, the KIP-858 decisions): the partitions hosted here;
-- `BrokerLifecycle` + `AssignmentsManager`, driven by one task that sends BrokerRegistration,
-  BrokerHeartbeat and AssignReplicasToDirs when they are due;
-- the aiohttp app on the broker's listener: /healthz, /metrics, and room for the data plane's RPC
-  handlers (`add_handler(server.app, ...)`, with `server.log_manager` to find partition logs).
-
-A log dir failure (any OSError, or a stall) takes that dir's replicas offline, closes their files
-and sends a heartbeat at once. The metadata dir failing, every log dir failing, a registration that
-never succeeds, or an unacknowledged dir failure under a partition this broker leads past
-log.dir.failure.timeout.ms, stop the broker with exit code 1. SIGTERM runs a controlled shutdown.
+`start` builds them in dependency order and `_stop` ends them in the reverse one. The metadata dir
+failing, every log dir failing, a registration that never succeeds, or an unacknowledged dir failure
+under a partition this broker leads past log.dir.failure.timeout.ms, stop the broker with exit
+code 1. SIGTERM runs a controlled shutdown.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import math
 import random
 import time
-from collections.abc import Awaitable
 from typing import Any
 
 import structlog
 from aiohttp import web
 
 from broker.core.assignments import AssignmentsManager, ImageReplicaView
-from broker.core.broker_state import BrokerState
 from broker.core.hosted_replicas import HostedReplicas
-from broker.core.lifecycle import (
-    BrokerLifecycle,
-    LifecycleConfig,
-    RegistrationInfo,
-    SendHeartbeat,
-    SendRegistration,
-    Shutdown,
-)
-from broker.core.local_logs import DuplicateLogError, FoundLog, classify
+from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig, RegistrationInfo
+from broker.dataplane import DataPlane
+from broker.dataplane_host import BrokerDataPlaneHost
+from broker.lifecycle_manager import BrokerLifecycleManager
+from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
+from broker.log_dirs import open_log_dirs, start_probes, take_inventory
 from broker.log_manager import LogManager
 from broker.metadata_loader import LocalMetadataLog, MetadataLoader
-from broker.metrics import BrokerMetrics, BrokerStats, DirStat
-from broker.partition_dirs import delete_partition_dir, scan
+from broker.metadata_publisher import BrokerMetadataPublisher
+from broker.metrics import BrokerMetrics
+from broker.readiness import BrokerReadiness
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
+from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
-from kraftpy.image import MetadataDelta, MetadataImage
+from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
-from kraftpy.storage.metadata_version import JBOD_LEVEL, LATEST_LEVEL
+from kraftpy.storage.metadata_version import LATEST_LEVEL
 from protocol.rpc.broker_registration import BrokerRegistrationRequest
-from protocol.transport import (
-    NO_RETRIES,
-    REGISTRY,
-    RpcClient,
-    RpcConnectionError,
-    RpcError,
-    codec,
-    create_app,
-    start_server,
-)
+from protocol.transport import NO_RETRIES, REGISTRY, RpcClient, create_app, start_server
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.server")
 
 RPC_TIMEOUT_S = 5.0
-PROBE_TIMEOUT_MIN_S = 5.0
 STOP_TIMEOUT_S = 10.0
+DATAPLANE_STOP_TIMEOUT_S = 5.0
 
 SUPPORTED_FEATURES = (
     ("metadata.version", 1, LATEST_LEVEL),
@@ -82,44 +64,76 @@ SUPPORTED_FEATURES = (
 )
 
 
+def dir_failure_subscribers(
+    *,
+    log_manager: Subscriber,
+    fetchers: Subscriber | None,
+    replica_manager: Subscriber | None,
+    lifecycle: Subscriber,
+    metrics: Subscriber,
+    broker: Subscriber,
+) -> list[tuple[str, Subscriber]]:
+    """Who reacts to a log dir failure, in the order they must:
+
+    1. the log manager: the dir's replicas go offline and their files are closed, so from here on
+       nothing can open a log in the dead dir (a lookup answers KAFKA_STORAGE_ERROR);
+    2. the fetchers: they stop copying into those logs;
+    3. the replica manager: the partitions stop serving, parked produces are answered
+       KAFKA_STORAGE_ERROR (fetchers before it, so none is restarted by the transition);
+    4. the lifecycle: OfflineLogDirs goes to the controller in a heartbeat sent at once, after the
+       local parts, so the new leaders it elects find this broker no longer serving them;
+    5. the metrics;
+    6. the broker itself, last: it stops when the metadata dir or every log dir is gone, and
+       stopping must find every other part already through with the failure.
+
+    The data plane's parts are absent when it does not run (--control-plane-only).
+    """
+    order: list[tuple[str, Subscriber | None]] = [
+        ("log manager", log_manager),
+        ("fetchers", fetchers),
+        ("replica manager", replica_manager),
+        ("lifecycle", lifecycle),
+        ("metrics", metrics),
+        ("broker", broker),
+    ]
+    return [(name, s) for name, s in order if s is not None]
+
+
 class BrokerServer:
-    def __init__(self, cfg: KafkaConfig, dirs: BrokerDirs, *, rng: random.Random | None = None) -> None:
+    def __init__(
+        self, cfg: KafkaConfig, dirs: BrokerDirs, *, rng: random.Random | None = None, dataplane: bool = True
+    ) -> None:
         self.cfg = cfg
         self.dirs = dirs
         self.broker_id = cfg.node_id
         self.rng = rng or random.Random()
         self.incarnation_id = Uuid.random()
+        self.with_dataplane = dataplane
         self.exit_code: int | None = None
         self.exit_reason = ""
         self.stopped = asyncio.Event()
-        self.log_dirs: dict[Uuid, LogDir] = {}
-        self.metadata_dir: LogDir | None = None
-        self.app: web.Application | None = None
-        self.port: int | None = None
-        self.lifecycle: BrokerLifecycle | None = None
-        self.assignments = AssignmentsManager(self.broker_id, rng=self.rng)
-        self.hosted: HostedReplicas | None = None
-        self.log_manager: LogManager | None = None
-        self.loader: MetadataLoader | None = None
-        self.metrics: BrokerMetrics | None = None
-        self.published = False
-        self.ready_latched = False
         self.started_at = time.monotonic()
         """Process start (set by main); the figure "seconds_to_unfence" counts from here."""
-        self.server_started_at = self.started_at
-        self.unfenced_at: float | None = None
+        self.tasks = BrokerTasks(self.fatal)
+        self.failures = LogDirFailureChannel()
+        self.assignments = AssignmentsManager(self.broker_id, rng=self.rng)
+        self.log_dirs: dict[Uuid, LogDir] = {}
+        self.metadata_dir: LogDir | None = None
+        self.log_manager: LogManager | None = None
+        self.dataplane: DataPlane | None = None
+        self.lifecycle: BrokerLifecycle | None = None
+        self.driver: BrokerLifecycleManager | None = None
+        self.loader: MetadataLoader | None = None
+        self.publisher: BrokerMetadataPublisher | None = None
+        self.readiness: BrokerReadiness | None = None
+        self.metrics: BrokerMetrics | None = None
+        self.app: web.Application | None = None
+        self.port: int | None = None
         self._runner: web.AppRunner | None = None
         self._client: RpcClient | None = None
         self._fetch_client: RpcClient | None = None
         self._local: LocalMetadataLog | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
-        self._wakeup = asyncio.Event()
-        self._failed_paths: dict[str, tuple[str, str]] = {}  # path -> (directory id or "", reason)
         self._shutting_down = False
-        self.assignment_bytes = 0
-        """Bytes of AssignReplicasToDirs bodies sent (msgpack), for the startup benchmark."""
-
-    # ---- clock ---------------------------------------------------------------------------------
 
     def now_ms(self) -> int:
         return int(asyncio.get_running_loop().time() * 1000)
@@ -127,37 +141,14 @@ class BrokerServer:
     # ---- start ---------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.server_started_at = time.monotonic()
+        server_started_at = time.monotonic()
         cfg, dirs = self.cfg, self.dirs
-        for path, reason in dirs.offline.items():
-            self._failed_paths[path] = ("", reason)
-        for path, dir_id in dirs.log_dirs.items():
-            self.log_dirs[dir_id] = LogDir(path, dir_id, on_failure=self._on_dir_failure)
-        if dirs.metadata_is_log_dir:
-            self.metadata_dir = self.log_dirs[dirs.metadata_dir_id]
-        else:
-            self.metadata_dir = LogDir(
-                dirs.metadata_dir, dirs.metadata_dir_id, on_failure=self._on_dir_failure
-            )
-
-        found = await self._scan_dirs()
-        paths = {d: str(ld.path) for d, ld in self.log_dirs.items()}
-        try:
-            inventory = classify(found, paths)
-        except DuplicateLogError as e:
-            raise StartupError(str(e)) from None
-        await self._finish_deletions(inventory.to_delete)
-
-        self._local = LocalMetadataLog(self.metadata_dir, MetadataLogConfig.from_server_config(cfg))
-        try:
-            delta = await self._local.open()
-        except LogDirOfflineError as e:
-            raise StartupError(f"metadata.log.dir {dirs.metadata_dir} failed: {e.message}") from None
-        except Exception as e:
-            raise StartupError(f"cannot load the metadata log in {dirs.metadata_dir}: {e}") from None
+        self.log_dirs, self.metadata_dir = open_log_dirs(dirs, self.failures)
+        inventory = await take_inventory(self.log_dirs)
+        delta = await self._open_metadata_log()
 
         online = {d: str(ld.path) for d, ld in self.log_dirs.items() if ld.online}
-        self.hosted = HostedReplicas(
+        hosted = HostedReplicas(
             self.broker_id,
             online,
             offline_at_start=len(dirs.offline),
@@ -167,29 +158,76 @@ class BrokerServer:
         self.log_manager = LogManager(
             self.broker_id,
             self.log_dirs,
-            self.hosted,
+            hosted,
             self.assignments,
             LogConfig.from_kafka_config(cfg),
             now_ms=self.now_ms,
-            on_change=self._on_replicas_changed,
+            on_change=self._placement_changed,
+            on_logs_changed=self._logs_changed,
         )
         self.lifecycle = BrokerLifecycle(
             self._registration_info(),
             sorted(online),
             LifecycleConfig.from_kafka_config(cfg),
             rng=self.rng,
-            leads_partitions_in_dir=self.hosted.leads_partitions_in_dir,
+            leads_partitions_in_dir=hosted.leads_partitions_in_dir,
         )
         for dir_id, ld in self.log_dirs.items():
-            if not ld.online:  # failed while scanning
+            if not ld.online:  # failed while scanning, before anyone subscribed
                 self.lifecycle.on_dir_failure(dir_id, self.now_ms())
+        self.dataplane = await self._start_dataplane()
 
         controller = cfg.controller_endpoint().url
         self._client = RpcClient(controller, timeout=RPC_TIMEOUT_S, retry=NO_RETRIES)
         self._fetch_client = RpcClient(controller, timeout=RPC_TIMEOUT_S, retry=NO_RETRIES)
-        self.loader = MetadataLoader(
+        self.driver = BrokerLifecycleManager(
+            self.lifecycle,
+            self.assignments,
+            self._client,
+            self.tasks,
+            now_ms=self.now_ms,
+            replica_view=self._replica_view,
+            on_heartbeat=self._heartbeat_answered,
+            on_assignments=self._placement_changed,
+            on_shutdown=self._lifecycle_over,
+            started_at=self.started_at,
+        )
+        assert self._local is not None
+        loader = self.loader = MetadataLoader(
             self._local, self._fetch_client, dirs.cluster_id, self.broker_id, self._on_image
         )
+        self.publisher = BrokerMetadataPublisher(
+            self.broker_id,
+            self.incarnation_id,
+            multi_dir=dirs.multi_dir,
+            lifecycle=self.lifecycle,
+            log_manager=self.log_manager,
+            dataplane=self.dataplane,
+            image=lambda: loader.image,
+            now_ms=self.now_ms,
+            fatal=self.fatal,
+            on_published=self._placement_changed,
+        )
+        self.readiness = BrokerReadiness(
+            self.broker_id,
+            log_dirs=self.log_dirs,
+            failures=self.failures,
+            hosted=hosted,
+            log_manager=self.log_manager,
+            assignments=self.assignments,
+            lifecycle=self.lifecycle,
+            driver=self.driver,
+            publisher=self.publisher,
+            loader=self.loader,
+            server_started_at=server_started_at,
+            now_ms=self.now_ms,
+        )
+        self.app = create_app({}, health=self._health)
+        self.metrics = BrokerMetrics(self.app[REGISTRY], self.readiness.stats)
+        if self.dataplane is not None:
+            self.dataplane.install(self.app)
+        self._subscribe_to_dir_failures()
+
         self.loader.start_from(delta)
         self.lifecycle.set_metadata_offset(self.loader.image.offset)
         log.info(
@@ -197,14 +235,11 @@ class BrokerServer:
             metadata_offset=self.loader.image.offset,
             log_end_offset=self._local.log_end_offset,
         )
-
         await self._serve_http()
         self.log_manager.start()
-        self.lifecycle.start(self.now_ms())
-        self._spawn(self._lifecycle_loop(), "lifecycle")
-        self._spawn(self.loader.run(), "metadata-fetch")
-        for ld in self._probed_dirs():
-            self._spawn(self._probe_loop(ld), f"probe-{ld.dir_id}")
+        self.driver.start()
+        self.tasks.spawn(self.loader.run(), "metadata-fetch")
+        start_probes(self._probed_dirs(), cfg.log_dir_probe_interval_ms, self.tasks)
         log.info(
             "broker started",
             broker_id=self.broker_id,
@@ -213,7 +248,57 @@ class BrokerServer:
             offline_log_dirs=sorted(dirs.offline),
             metadata_dir=dirs.metadata_dir,
             incarnation_id=str(self.incarnation_id),
+            dataplane=self.dataplane is not None,
         )
+
+    async def _open_metadata_log(self) -> MetadataDelta:
+        assert self.metadata_dir is not None
+        self._local = LocalMetadataLog(self.metadata_dir, MetadataLogConfig.from_server_config(self.cfg))
+        try:
+            return await self._local.open()
+        except LogDirOfflineError as e:
+            raise StartupError(f"metadata.log.dir {self.dirs.metadata_dir} failed: {e.message}") from None
+        except Exception as e:
+            raise StartupError(f"cannot load the metadata log in {self.dirs.metadata_dir}: {e}") from None
+
+    async def _start_dataplane(self) -> DataPlane | None:
+        """Produce/Fetch/replication, when asked for and when it can start.
+
+        A data plane that fails to start is logged and left out: the control plane (registration,
+        heartbeats, dir failures) must keep working whatever happens to the data path.
+        """
+        if not self.with_dataplane:
+            return None
+        assert self.log_manager is not None and self.lifecycle is not None
+        lc = self.lifecycle
+        host = BrokerDataPlaneHost(
+            self.cfg,
+            self.dirs,
+            self.log_dirs,
+            self.log_manager,
+            broker_epoch=lambda: lc.broker_epoch if lc.registered else -1,
+        )
+        dataplane = DataPlane(host)
+        try:
+            await dataplane.start()
+        except Exception:
+            log.exception("data plane failed to start; serving the control plane only")
+            await host.close()
+            return None
+        return dataplane
+
+    def _subscribe_to_dir_failures(self) -> None:
+        assert self.log_manager is not None and self.driver is not None and self.metrics is not None
+        rm = self.dataplane.replicas if self.dataplane is not None else None
+        for name, subscriber in dir_failure_subscribers(
+            log_manager=self.log_manager.on_dir_failure,
+            fetchers=rm.fetchers.on_dir_failure if rm is not None else None,
+            replica_manager=rm.on_dir_failure if rm is not None else None,
+            lifecycle=self.driver.on_dir_failure,
+            metrics=self.metrics.on_dir_failure,
+            broker=self._on_dir_failure,
+        ):
+            self.failures.subscribe(name, subscriber)
 
     def _registration_info(self) -> RegistrationInfo:
         cfg = self.cfg
@@ -241,23 +326,6 @@ class BrokerServer:
             rack=cfg.broker_rack,
         )
 
-    async def _scan_dirs(self) -> list[FoundLog]:
-        async def one(ld: LogDir) -> list[FoundLog]:
-            try:
-                return await ld.run(scan, ld, timeout=math.inf)
-            except LogDirOfflineError:
-                return []
-
-        results = await asyncio.gather(*(one(ld) for ld in self.log_dirs.values()))
-        return [f for found in results for f in found]
-
-    async def _finish_deletions(self, leftovers: list[FoundLog]) -> None:
-        for f in leftovers:
-            ld = self.log_dirs.get(f.dir_id)
-            if ld is not None and ld.online:
-                with contextlib.suppress(LogDirOfflineError):
-                    await ld.run(delete_partition_dir, ld.path, f.name, timeout=math.inf)
-
     async def _serve_http(self) -> None:
         cfg = self.cfg
         controller_names = set(cfg.controller_listener_names or [])
@@ -265,26 +333,11 @@ class BrokerServer:
         if not own:
             raise StartupError(f"{cfg.source}: listeners has no broker listener (only controller listeners)")
         endpoint = own[0]
-        self.app = create_app({}, health=self._health)
-        self.metrics = BrokerMetrics(self.app[REGISTRY], self.stats)
+        assert self.app is not None
         try:
             self._runner, self.port = await start_server(self.app, endpoint.host or "0.0.0.0", endpoint.port)
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
-
-    def _spawn(self, coro: Awaitable[Any], name: str) -> None:
-        task = asyncio.get_running_loop().create_task(coro, name=name)  # type: ignore[arg-type]
-
-        def done(t: asyncio.Task[Any]) -> None:
-            if t.cancelled():
-                return
-            exc = t.exception()
-            if exc is not None:
-                log.error("broker task failed", task=name, error=repr(exc), exc_info=exc)
-                self.fatal(f"internal task {name} failed: {exc!r}")
-
-        task.add_done_callback(done)
-        self._tasks.append(task)
 
     def _probed_dirs(self) -> list[LogDir]:
         out = list(self.log_dirs.values())
@@ -315,34 +368,38 @@ class BrokerServer:
         self.exit_reason = reason
         self.stopped.set()
 
+    def _exit(self, reason: str) -> None:
+        self.exit_code = 0
+        self.exit_reason = reason
+        self.stopped.set()
+
     def request_shutdown(self) -> None:
         """SIGTERM: controlled shutdown, bounded by broker.session.timeout.ms."""
         if self._shutting_down or self.exit_code is not None:
             return
         self._shutting_down = True
         lc = self.lifecycle
-        if lc is None or not lc.registered:
-            self.exit_code = 0
-            self.exit_reason = "stopped before registering"
-            self.stopped.set()
+        if lc is None or self.driver is None or not lc.registered:
+            self._exit("stopped before registering")
             return
-        lc.begin_controlled_shutdown(self.now_ms())
-        self._wakeup.set()
+        self.driver.begin_controlled_shutdown()
 
         async def deadline() -> None:
             await asyncio.sleep(self.cfg.broker_session_timeout_ms / 1000)
             if self.exit_code is None:
                 log.warning("controlled shutdown did not complete in time; stopping anyway")
-                self.exit_code = 0
-                self.exit_reason = "controlled shutdown timed out"
-                self.stopped.set()
+                self._exit("controlled shutdown timed out")
 
-        self._spawn(deadline(), "shutdown-deadline")
+        self.tasks.spawn(deadline(), "shutdown-deadline")
 
     async def _stop(self) -> None:
-        for t in self._tasks:
-            t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        """The parts `start` built, ended in the reverse order."""
+        await self.tasks.cancel_all()
+        if self.dataplane is not None:
+            try:  # before the log manager closes the logs
+                await asyncio.wait_for(self.dataplane.stop(), DATAPLANE_STOP_TIMEOUT_S)
+            except Exception as e:
+                log.warning("data plane did not stop cleanly", error=repr(e))
         if self.log_manager is not None:
             await self.log_manager.stop()
         if self._local is not None:
@@ -356,216 +413,43 @@ class BrokerServer:
             ld.close()
         log.info("broker stopped", exit_code=self.exit_code, reason=self.exit_reason)
 
-    # ---- lifecycle and assignments -------------------------------------------------------------
-
-    async def _lifecycle_loop(self) -> None:
-        lc = self.lifecycle
-        assert lc is not None and self.loader is not None
-        while True:
-            self._wakeup.clear()
-            now = self.now_ms()
-            for out in lc.poll(now):
-                if isinstance(out, SendRegistration):
-                    self._spawn(self._send_registration(out), "broker-registration")
-                elif isinstance(out, SendHeartbeat):
-                    self._spawn(self._send_heartbeat(out), "broker-heartbeat")
-                elif isinstance(out, Shutdown):
-                    if out.clean:
-                        self.exit_code = 0
-                        self.exit_reason = out.reason
-                        self.stopped.set()
-                    else:
-                        self.fatal(out.reason)
-                    return
-            epoch = lc.broker_epoch if lc.registered else -1
-            req = self.assignments.poll(now, ImageReplicaView(self.loader.image, self.broker_id), epoch)
-            if req is not None:
-                self._spawn(self._send_assignments(req), "assign-replicas-to-dirs")
-            wakes = [w for w in (lc.next_wakeup_ms(), self.assignments.next_wakeup_ms()) if w is not None]
-            timeout = max(0, min(wakes) - now) / 1000 if wakes else None
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wakeup.wait(), timeout)
-
-    async def _call(self, api: str, req: Any) -> tuple[Any, str | None]:
-        assert self._client is not None
-        try:
-            return await self._client.call(api, req), None
-        except (RpcConnectionError, RpcError) as e:
-            return None, str(e)
-
-    async def _send_registration(self, out: SendRegistration) -> None:
-        resp, err = await self._call("BrokerRegistration", out.request)
-        assert self.lifecycle is not None
-        self.lifecycle.on_registration_response(self.now_ms(), resp, err)
-        self._wakeup.set()
-
-    async def _send_heartbeat(self, out: SendHeartbeat) -> None:
-        resp, err = await self._call("BrokerHeartbeat", out.request)
-        lc = self.lifecycle
-        assert lc is not None and self.loader is not None
-        lc.on_heartbeat_response(self.now_ms(), resp, err)
-        if lc.state is BrokerState.RUNNING and self.unfenced_at is None:
-            self.unfenced_at = time.monotonic()
-            log.info(
-                "broker is running (unfenced)",
-                seconds_since_start=round(self.unfenced_at - self.started_at, 3),
-            )
-        if not self.published and lc.state in (BrokerState.RECOVERY, BrokerState.RUNNING):
-            self._publish_first()
-        self._wakeup.set()
-
-    async def _send_assignments(self, req: Any) -> None:
-        self.assignment_bytes += len(codec.encode(req.to_wire(0, "msgpack"), "msgpack"))
-        resp, err = await self._call("AssignReplicasToDirs", req)
-        self.assignments.on_response(self.now_ms(), resp, err)
-        self._update_readiness()
-        self._wakeup.set()
-
-    # ---- metadata ------------------------------------------------------------------------------
+    # ---- between the parts ---------------------------------------------------------------------
 
     def _on_image(self, image: MetadataImage, delta: MetadataDelta | None) -> None:
-        lc, rm = self.lifecycle, self.log_manager
-        assert lc is not None and rm is not None
-        lc.set_metadata_offset(image.offset)
-        mv = image.metadata_version
-        if self.dirs.multi_dir and mv is not None and mv < JBOD_LEVEL:
-            self.fatal(
-                f"Multiple log directories (aka JBOD) are not supported in the current metadata.version {mv}; "
-                f"it must be at least {JBOD_LEVEL} (3.7-IV2)"
-            )
-            return
-        self._maybe_reregister(image)
-        if self.published:
-            if delta is None:
-                rm.publish(image)
-            else:
-                changes = delta.local_changes(self.broker_id)
-                changed = {*changes.leaders, *changes.followers, *changes.directory_ids}
-                if changed or changes.deletes:
-                    rm.publish(image, changed, changes.deletes)
-                else:
-                    rm.image = image
-        elif lc.state in (BrokerState.RECOVERY, BrokerState.RUNNING):
-            self._publish_first()
-        self._update_readiness()
-        self._wakeup.set()
+        assert self.publisher is not None
+        self.publisher.on_image(image, delta)
 
-    def _publish_first(self) -> None:
-        assert self.log_manager is not None and self.loader is not None
-        self.published = True
-        image = self.loader.image
-        log.info("publishing the first metadata image to the replica manager", metadata_offset=image.offset)
-        self.log_manager.publish(image)
+    def _heartbeat_answered(self) -> None:
+        assert self.publisher is not None
+        self.publisher.maybe_publish_first()
 
-    def _maybe_reregister(self, image: MetadataImage) -> None:
-        lc = self.lifecycle
-        assert lc is not None
-        reg = image.cluster.brokers.get(self.broker_id)
-        if (
-            reg is not None
-            and lc.registered
-            and reg.incarnation_id == self.incarnation_id
-            and not reg.directories
-            and (image.metadata_version or 0) >= JBOD_LEVEL
-        ):
-            lc.request_reregistration(self.now_ms())
+    def _placement_changed(self) -> None:
+        if self.readiness is not None:
+            self.readiness.update()
+        if self.driver is not None:
+            self.driver.wake()
 
-    def _on_replicas_changed(self) -> None:
-        self._update_readiness()
-        self._wakeup.set()
+    def _logs_changed(self, tps: list[TopicIdPartition]) -> None:
+        if self.dataplane is not None:
+            self.dataplane.logs_changed_soon(tps)
 
-    def _update_readiness(self) -> None:
-        """KIP-858: want to stay fenced until caught up and every hosted replica is placed where it lives.
+    def _replica_view(self) -> ImageReplicaView:
+        assert self.loader is not None
+        return ImageReplicaView(self.loader.image, self.broker_id)
 
-        Only while starting: once ready the broker never asks to be fenced again (that would fence a
-        running broker every time a topic is created).
-        """
-        lc, hosted, rm = self.lifecycle, self.hosted, self.log_manager
-        if lc is None or hosted is None or rm is None or self.ready_latched:
-            return
-        ready = self.published and hosted.ready_to_unfence() and self.assignments.queued == 0 and rm.settled
-        if ready:
-            self.ready_latched = True
-            log.info(
-                "every hosted replica is placed in the metadata; ready to unfence",
-                replicas=len(hosted.replicas),
-                offline_replicas=hosted.offline_count(),
-            )
-            lc.set_ready_to_unfence(True, self.now_ms())
+    def _lifecycle_over(self, clean: bool, reason: str) -> None:
+        if clean:
+            self._exit(reason)
+        else:
+            self.fatal(reason)
 
-    # ---- log dirs ------------------------------------------------------------------------------
-
-    def _on_dir_failure(self, ld: LogDir, exc: BaseException) -> None:
-        """LogDir's failure channel: called once per dir, on the loop thread."""
-        path = str(ld.path)
-        self._failed_paths[path] = (str(ld.dir_id), repr(exc))
-        if self.metrics is not None:
-            self.metrics.dir_failures.labels(path).inc()
-        if ld is self.metadata_dir:
-            self.fatal(f"metadata.log.dir {path} failed: {exc!r}")
-            return
-        log.error(
-            "log dir failed; its replicas are offline", path=path, dir_id=str(ld.dir_id), error=repr(exc)
-        )
-        if self.log_manager is not None:
-            n = self.log_manager.fail_dir(ld.dir_id)
-            log.warning("replicas taken offline", path=path, replicas=n)
-        if self.lifecycle is not None:
-            self.lifecycle.on_dir_failure(ld.dir_id, self.now_ms())
-        if not any(d.online for d in self.log_dirs.values()):
+    def _on_dir_failure(self, failure: LogDirFailure) -> None:
+        if failure.log_dir is self.metadata_dir:
+            self.fatal(f"metadata.log.dir {failure.path} failed: {failure.reason}")
+        elif not any(d.online for d in self.log_dirs.values()):
             self.fatal("all log dirs are offline")
-        self._wakeup.set()
-
-    async def _probe_loop(self, ld: LogDir) -> None:
-        interval = self.cfg.log_dir_probe_interval_ms / 1000
-        timeout = max(PROBE_TIMEOUT_MIN_S, 10 * interval)
-        while ld.online:
-            await asyncio.sleep(interval)
-            with contextlib.suppress(LogDirOfflineError):
-                await ld.run(ld.probe, timeout=timeout)
-
-    # ---- views ---------------------------------------------------------------------------------
-
-    def stats(self) -> BrokerStats:
-        lc, hosted = self.lifecycle, self.hosted
-        dirs = [DirStat(str(ld.path), str(d), not ld.online) for d, ld in self.log_dirs.items()]
-        dirs += [DirStat(p, "", True) for p in self.dirs.offline]
-        return BrokerStats(
-            state=int(lc.state) if lc else 0,
-            fenced=lc.fenced if lc else True,
-            metadata_offset=self.loader.image.offset if self.loader else -1,
-            offline_replicas=hosted.offline_count() if hosted else 0,
-            queued_assignments=self.assignments.queued,
-            replicas=len(hosted.replicas) if hosted else 0,
-            assignment_requests=self.assignments.requests_sent,
-            assignments_sent=self.assignments.assignments_sent,
-            dirs=tuple(sorted(dirs, key=lambda d: d.path)),
-        )
 
     def _health(self) -> dict[str, Any]:
-        lc, hosted = self.lifecycle, self.hosted
-        online = {str(ld.path): str(d) for d, ld in self.log_dirs.items() if ld.online}
-        offline = {p: {"directory_id": i or None, "reason": r} for p, (i, r) in self._failed_paths.items()}
-        return {
-            "status": "ok",
-            "broker_id": self.broker_id,
-            "broker_state": lc.state.name if lc else BrokerState.NOT_RUNNING.name,
-            "registered": lc.registered if lc else False,
-            "broker_epoch": lc.broker_epoch if lc else -1,
-            "fenced": lc.fenced if lc else True,
-            "ready_to_unfence": lc.ready_to_unfence if lc else False,
-            "metadata_offset": self.loader.image.offset if self.loader else -1,
-            "dirs": {"online": online, "offline": offline},
-            "offline_log_dirs_acknowledged": {str(d): a for d, a in lc.offline_dirs.items()} if lc else {},
-            "queued_replica_to_dir_assignments": self.assignments.queued,
-            "assign_replicas_to_dirs_requests": self.assignments.requests_sent,
-            "assignments_sent": self.assignments.assignments_sent,
-            "assign_replicas_to_dirs_bytes": self.assignment_bytes,
-            "replicas": hosted.summary() if hosted else {},
-            "seconds_to_unfence": None
-            if self.unfenced_at is None
-            else round(self.unfenced_at - self.started_at, 3),
-            "seconds_from_server_start_to_unfence": None
-            if self.unfenced_at is None
-            else round(self.unfenced_at - self.server_started_at, 3),
-        }
+        if self.readiness is None:
+            return {"status": "starting", "broker_id": self.broker_id}
+        return self.readiness.health()

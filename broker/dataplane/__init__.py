@@ -8,20 +8,20 @@ and forwards CreateTopics / DeleteTopics to the controller.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from broker.core.partition_state import changed_partition_states, local_partition_states
 from broker.dataplane.handlers import DataPlaneHandlers
 from broker.dataplane.host import ConfiguredLogDir, DataPlaneHost, LocalLog
 from broker.dataplane.producer_ids import ProducerIdManager
 from broker.dataplane.replica_manager import ReplicaManager
-from kraftpy.image import MetadataImage
+from kraftpy.image import LocalReplicaChanges, MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
 from protocol.rpc.broker_fetch import FETCH_SPEC, broker_api_specs
-from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -30,20 +30,19 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("broker.dataplane")
 
-FOLLOW_INTERVAL_S = 0.05
-
 __all__ = ["ConfiguredLogDir", "DataPlane", "DataPlaneHost", "LocalLog", "broker_api_specs"]
 
 
 class DataPlane:
-    def __init__(self, host: DataPlaneHost, *, follow_interval_s: float = FOLLOW_INTERVAL_S) -> None:
+    def __init__(self, host: DataPlaneHost) -> None:
         self.host = host
         self.replicas = ReplicaManager(host)
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.api = DataPlaneHandlers(self.replicas, self.producer_ids)
-        self.follow_interval_s = follow_interval_s
-        self._poked = asyncio.Event()
-        self._follower: asyncio.Task[None] | None = None
+        # Metadata and log changes reach the replica manager in the order they happened, one at a
+        # time: an older image applied after a newer one would move a partition back.
+        self._updates: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
+        self._worker: asyncio.Task[None] | None = None
 
     def handlers(self) -> dict[str, Handler]:
         a = self.api
@@ -71,45 +70,50 @@ class DataPlane:
 
     async def start(self) -> None:
         await self.replicas.start()
-        self._follower = asyncio.create_task(self._follow(), name="dataplane-metadata")
+        self._worker = asyncio.create_task(self._apply_updates(), name="dataplane-metadata")
 
     async def stop(self) -> None:
-        if self._follower is not None:
-            self._follower.cancel()
-            await asyncio.gather(self._follower, return_exceptions=True)
-            self._follower = None
+        if self._worker is not None:
+            self._worker.cancel()
+            await asyncio.gather(self._worker, return_exceptions=True)
+            self._worker = None
         await self.replicas.stop()
         close = getattr(self.host, "close", None)
         if close is not None:
             await close()
 
-    def poke(self) -> None:
-        """Look at the host again now: a new image, logs created, a dir failed."""
-        self._poked.set()
-
-    async def _follow(self) -> None:
-        # The host's image is polled as well as poked: a new image that touches none of our
-        # partitions still changes who may join an ISR and what Metadata answers.
-        seen: MetadataImage | None = None
-        while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._poked.wait(), self.follow_interval_s)
-            poked = self._poked.is_set()
-            self._poked.clear()
-            image = self.host.image
-            if image is seen and not poked:
-                continue
-            seen = image
-            try:
-                await self.replicas.publish(image)
-            except Exception:
-                log.exception("applying metadata to the data plane failed")
+    # ---- what the metadata image publishes ------------------------------------------------------
 
     async def publish(self, image: MetadataImage) -> None:
-        await self.replicas.publish(image)
+        """Apply `image` in full: every partition it places here, and no other."""
+        self.replicas.update_metadata(image)
+        await self.replicas.apply(local_partition_states(image, self.host.node_id), full=True)
 
-    def dir_failed(self, dir_id: Uuid) -> None:
-        self.replicas.dir_failed(dir_id)
+    def publish_soon(self, image: MetadataImage, changes: LocalReplicaChanges | None) -> None:
+        """Queue `image`: in full (`changes` None) or for the partitions a delta changed."""
+        if changes is None:
+            self._updates.put_nowait(lambda: self.publish(image))
+            return
+        states, deleted = changed_partition_states(changes, image, self.host.node_id)
+
+        async def apply() -> None:
+            self.replicas.update_metadata(image)
+            if states or deleted:
+                await self.replicas.apply(states, deleted)
+
+        self._updates.put_nowait(apply)
+
+    def logs_changed_soon(self, tps: list[TopicIdPartition]) -> None:
+        """Queue a look at partitions whose logs the log manager created, promoted or replaced."""
+        self._updates.put_nowait(lambda: self.replicas.logs_changed(tps))
+
+    async def _apply_updates(self) -> None:
+        while True:
+            update = await self._updates.get()
+            try:
+                await update()
+            except Exception:
+                log.exception("applying metadata to the data plane failed")
 
     def health(self) -> dict[str, Any]:
         return self.replicas.summary()

@@ -43,6 +43,7 @@ from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
     from broker.dataplane.settings import ReplicaSettings
+    from broker.log_dir_failure import LogDirFailure
     from kraftpy.image import MetadataImage
 
 log = structlog.get_logger("broker.dataplane")
@@ -350,6 +351,14 @@ class ReplicaFetcherManager:
 
     def fetching(self, key: PartitionKey) -> int | None:
         return self._by_partition.get(key)
+
+    def on_dir_failure(self, failure: LogDirFailure) -> None:
+        """Stop copying into the logs of a failed dir (subscribed to the LogDirFailureChannel)."""
+        for fetcher in self.fetchers.values():
+            for key, fs in list(fetcher.partitions.items()):
+                local = fs.hp.local
+                if local is not None and local.log_dir.dir_id == failure.dir_id:
+                    self.remove(key)
 
     async def stop(self) -> None:
         await asyncio.gather(*(f.stop() for f in self.fetchers.values()), return_exceptions=True)

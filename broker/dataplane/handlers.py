@@ -40,8 +40,7 @@ class DataPlaneHandlers:
         self.host = replicas.host
 
     def _image(self) -> MetadataImage:
-        image = self.replicas.image
-        return image if not image.is_empty() else self.host.image
+        return self.replicas.image
 
     # ---- Produce --------------------------------------------------------------------------------
 

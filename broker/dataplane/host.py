@@ -5,10 +5,11 @@ replica lives in which dir, creating and deleting logs, dir failures). The data 
 happens to the data in those logs: produce, fetch, replication, the high watermark and the ISR.
 
 Wiring: build `DataPlane(host)` with an object satisfying `DataPlaneHost`, add its handlers to the
-app (`dataplane.install(app)`) and `await dataplane.start()`. The data plane follows `host.image`
-by itself; `dataplane.poke()` makes it look again at once (after logs were created, a dir failed,
-a new image was published), and `await dataplane.stop()` ends it before the logs are closed.
-`broker/dataplane/broker_host.py` does all of this for `broker.server.BrokerServer`.
+app (`dataplane.install(app)`) and `await dataplane.start()`. What each partition should be reaches
+it through `publish` / `publish_soon` (PartitionState values, from the metadata image), new or
+replaced logs through `logs_changed_soon`, a failed dir through the LogDirFailureChannel its
+replica manager and fetchers subscribe to; `await dataplane.stop()` ends it before the logs are
+closed. `broker.server.BrokerServer` wires all of this.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from broker.storage import LogDir, PartitionLog
-from kraftpy.image import MetadataImage, TopicIdPartition
+from kraftpy.image import TopicIdPartition
 from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
@@ -60,9 +61,6 @@ class DataPlaneHost(Protocol):
     def broker_epoch(self) -> int:
         """This broker's epoch from its registration (-1 before it registered)."""
         ...
-
-    @property
-    def image(self) -> MetadataImage: ...
 
     @property
     def controller(self) -> RpcClient:

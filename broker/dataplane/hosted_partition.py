@@ -9,9 +9,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from broker.core.partition_state import PartitionState
 from broker.dataplane.host import LocalLog
 from broker.dataplane.partition import Partition
-from kraftpy.image import PartitionRegistration, TopicIdPartition
+from kraftpy.image import TopicIdPartition
 from protocol.uuid import Uuid
 
 PartitionKey = tuple[Uuid, int]
@@ -26,7 +27,8 @@ class HostedPartition:
     tp: TopicIdPartition
     state: Partition
     local: LocalLog | None = None
-    registration: PartitionRegistration | None = None
+    applied: PartitionState | None = None
+    """The state last applied (as the metadata had it while the log was being created, if it was)."""
 
     @property
     def key(self) -> PartitionKey:

@@ -23,9 +23,13 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import TYPE_CHECKING
 
-from kraftpy.image import PartitionRegistration, TopicIdPartition
+from kraftpy.image import TopicIdPartition
 from protocol.errors import Errors, KafkaError
+
+if TYPE_CHECKING:
+    from broker.core.partition_state import PartitionState
 
 UNKNOWN_OFFSET = -1
 
@@ -126,7 +130,7 @@ class Partition:
 
     def become_leader(
         self,
-        reg: PartitionRegistration,
+        reg: PartitionState,
         *,
         log_end_offset: int,
         log_start_offset: int,
@@ -161,7 +165,7 @@ class Partition:
         return new_epoch
 
     def become_follower(
-        self, reg: PartitionRegistration, *, log_end_offset: int, log_start_offset: int, high_watermark: int
+        self, reg: PartitionState, *, log_end_offset: int, log_start_offset: int, high_watermark: int
     ) -> bool:
         """Follow `reg.leader`; True when the leader or its epoch changed (the fetcher must restart)."""
         changed = (
@@ -178,7 +182,7 @@ class Partition:
         self.high_watermark = min(max(self.high_watermark, high_watermark), log_end_offset)
         return changed
 
-    def update_registration(self, reg: PartitionRegistration) -> bool:
+    def update_registration(self, reg: PartitionState) -> bool:
         """A change with the same leader and leader epoch (ISR, directories); True when the ISR changed."""
         before = self.isr
         self._take_registration(reg)
@@ -187,7 +191,7 @@ class Partition:
                 self.followers[b] = FollowerProgress(b)
         return before != self.isr
 
-    def _take_registration(self, reg: PartitionRegistration) -> None:
+    def _take_registration(self, reg: PartitionState) -> None:
         if reg.partition_epoch > self.partition_epoch or reg.leader_epoch != self.leader_epoch:
             # A newer state than the one a pending ISR change was computed from: the change is
             # either in it already or refused (its reply will be ignored as stale).

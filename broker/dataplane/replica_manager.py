@@ -11,12 +11,13 @@ until the metadata moves it; its parked produces are answered the same way at on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import structlog
 
+from broker.core.partition_state import PartitionState
 from broker.dataplane.alter_partition import AlterPartitionManager
 from broker.dataplane.checkpoints import HighWatermarkCheckpoints
 from broker.dataplane.fetcher import ReplicaFetcherManager
@@ -28,9 +29,12 @@ from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_
 from broker.dataplane.settings import ReplicaSettings
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
-from kraftpy.image import MetadataImage, PartitionRegistration, TopicIdPartition
+from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid
+
+if TYPE_CHECKING:
+    from broker.log_dir_failure import LogDirFailure
 
 log = structlog.get_logger("broker.dataplane")
 
@@ -75,7 +79,6 @@ class ReplicaManager:
         self._image = MetadataImage.EMPTY
         self._publish_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
-        self._waiting_for_logs: set[PartitionKey] = set()
         self._stopped = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
@@ -108,43 +111,66 @@ class ReplicaManager:
     def broker_epoch(self) -> int:
         return self.host.broker_epoch
 
-    async def publish(self, image: MetadataImage) -> None:
-        """Bring every local replica in line with `image` (leaders, followers, ISR, removals)."""
-        async with self._publish_lock:
-            self._image = image
-            await self._reconcile(image)
+    def update_metadata(self, image: MetadataImage) -> None:
+        """The metadata cache: topic names and ids, topic configs, brokers and their epochs.
 
-    async def refresh(self) -> None:
-        """Reconcile again with the current image (e.g. after the host created logs it lacked)."""
-        await self.publish(self.host.image)
-
-    async def _reconcile(self, image: MetadataImage) -> None:
+        Every image moves it, also one that touches none of our partitions: it still changes who
+        may join an ISR, where a leader listens and what Metadata answers.
+        """
+        self._image = image
         eligible, epochs = _cluster_view(image)
-        wanted = dict(image.topics.partitions_on_broker(self.node_id))
-        wanted_keys = {(tp.topic_id, tp.partition) for tp in wanted}
-        for key in [k for k in self.partitions if k not in wanted_keys]:
-            self._remove(self.partitions[key])
-        todo = []
-        for tp, reg in wanted.items():
-            key = (tp.topic_id, tp.partition)
-            hp = self.partitions.get(key)
-            if hp is None:
-                hp = HostedPartition(tp, Partition(tp, self.node_id))
-                self.partitions[key] = hp
-            hp.tp = tp
+        for hp in self.partitions.values():
             hp.state.set_cluster_view(eligible, epochs)
-            if (
-                hp.registration is reg
-                and hp.local is not None
-                and hp.local.log_dir.online
-                and hp.state.role is not Role.NONE
-                and not await self._log_replaced(hp)
-            ):
-                continue
-            todo.append(self._apply_or_offline(hp, reg))
-        # Concurrently: a stalled dir holds back only the transitions of its own partitions.
-        await asyncio.gather(*todo)
-        self._waiting_for_logs &= wanted_keys
+
+    async def apply(
+        self,
+        states: Iterable[PartitionState],
+        deleted: Iterable[TopicIdPartition] = (),
+        *,
+        full: bool = False,
+    ) -> None:
+        """Make each partition in `states` what it says (leader or follower, epochs, ISR) and stop
+        serving those `deleted`; `full`: `states` is every partition hosted here, stop the others."""
+        async with self._publish_lock:
+            states = list(states)
+            if full:
+                wanted = {st.key for st in states}
+                for key in [k for k in self.partitions if k not in wanted]:
+                    self._remove(self.partitions[key])
+            for tp in deleted:
+                hp = self.partitions.get((tp.topic_id, tp.partition))
+                if hp is not None:
+                    self._remove(hp)
+            eligible, epochs = _cluster_view(self._image)
+            todo = []
+            for st in states:
+                hp = self.partitions.get(st.key)
+                if hp is None:
+                    hp = HostedPartition(st.tp, Partition(st.tp, self.node_id))
+                    hp.state.set_cluster_view(eligible, epochs)
+                    self.partitions[st.key] = hp
+                hp.tp = st.tp
+                todo.append(self._bring_in_line(hp, st))
+            # Concurrently: a stalled dir holds back only the transitions of its own partitions.
+            await asyncio.gather(*todo)
+
+    async def logs_changed(self, tps: Iterable[TopicIdPartition]) -> None:
+        """The log manager created, promoted or replaced these partitions' logs: apply their last
+        state again, now that the log is there (or is another one)."""
+        async with self._publish_lock:
+            todo = []
+            for tp in tps:
+                hp = self.partitions.get((tp.topic_id, tp.partition))
+                if hp is not None and hp.applied is not None:
+                    todo.append(self._bring_in_line(hp, hp.applied))
+            await asyncio.gather(*todo)
+
+    async def _bring_in_line(self, hp: HostedPartition, st: PartitionState) -> None:
+        if hp.local is not None and await self._log_replaced(hp):
+            pass  # started over: applied below as new
+        elif hp.applied == st and hp.local is not None and hp.state.role is not Role.NONE:
+            return
+        await self._apply_or_offline(hp, st)
 
     async def _log_replaced(self, hp: HostedPartition) -> bool:
         """The shell closed our log or swapped it (a future log promoted): start the replica over."""
@@ -160,31 +186,29 @@ class ReplicaManager:
         hp.local = None
         return True
 
-    async def _apply_or_offline(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
+    async def _apply_or_offline(self, hp: HostedPartition, reg: PartitionState) -> None:
         try:
             await self._apply(hp, reg)
         except LogDirOfflineError as e:
             self._go_offline(hp, str(e))
 
-    async def _apply(self, hp: HostedPartition, reg: PartitionRegistration) -> None:
+    async def _apply(self, hp: HostedPartition, reg: PartitionState) -> None:
         state = hp.state
         if hp.local is None or not hp.local.log_dir.online:
             try:
                 local = await self.host.local_log(hp.tp)
             except KafkaError as e:
                 self._go_offline(hp, e.message or e.code.name)
-                hp.registration = reg
+                hp.applied = reg
                 return
             if local is None:
-                self._waiting_for_logs.add(hp.key)
-                hp.registration = reg
+                hp.applied = reg
                 state.leader_id, state.leader_epoch = reg.leader, reg.leader_epoch
                 return
             if hp.state.role is Role.OFFLINE:
                 hp.state.stop()
             hp.local = local
-            self._waiting_for_logs.discard(hp.key)
-        hp.registration = reg
+        hp.applied = reg
         local = hp.local
         assert local is not None
         if reg.leader == self.node_id:
@@ -241,7 +265,6 @@ class ReplicaManager:
         self.purgatory.fail_all(hp.key, Errors.NOT_LEADER_OR_FOLLOWER)
         self.fetch_waiters.notify(hp.key)
         del self.partitions[hp.key]
-        self._waiting_for_logs.discard(hp.key)
 
     def _go_offline(self, hp: HostedPartition, reason: str) -> None:
         if hp.state.role is not Role.OFFLINE:
@@ -252,15 +275,16 @@ class ReplicaManager:
         self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
         self.fetch_waiters.notify(hp.key)
 
-    def dir_failed(self, dir_id: Uuid) -> None:
-        """A log dir went offline: its partitions answer KAFKA_STORAGE_ERROR from now on."""
+    def on_dir_failure(self, failure: LogDirFailure) -> None:
+        """A log dir went offline (the LogDirFailureChannel): its partitions answer
+        KAFKA_STORAGE_ERROR from now on and their parked produces are answered so at once."""
         for hp in list(self.partitions.values()):
-            if hp.local is not None and hp.local.log_dir.dir_id == dir_id:
-                self._go_offline(hp, f"log dir {dir_id} failed")
+            if hp.local is not None and hp.local.log_dir.dir_id == failure.dir_id:
+                self._go_offline(hp, f"log dir {failure.path} failed")
 
     def _storage_failure(self, hp: HostedPartition, e: LogDirOfflineError) -> AppendOutcome:
-        if hp.local is not None and not hp.local.log_dir.online:
-            self.dir_failed(hp.local.log_dir.dir_id)
+        # The dir's failure has already reached on_dir_failure: LogDir.fail delivers it before
+        # the failing call raises.
         return AppendOutcome(Errors.KAFKA_STORAGE_ERROR, message=str(e))
 
     # ---- HW and ISR -----------------------------------------------------------------------------
@@ -500,11 +524,7 @@ class ReplicaManager:
         local = hp.local
         if local is None:
             raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{hp.tp} has no online log")
-        try:
-            return await local.log_dir.run(fn, *args)
-        except LogDirOfflineError:
-            self.dir_failed(local.log_dir.dir_id)
-            raise
+        return await local.log_dir.run(fn, *args)
 
     def follower_progress(self, hp: HostedPartition, leo: int, leader_hw: int, leader_lso: int) -> None:
         if hp.state.follower_appended(leo, leader_hw, leader_lso):

@@ -19,6 +19,7 @@ import pytest
 
 from broker.dataplane import DataPlane
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
+from broker.log_dir_failure import LogDirFailureChannel
 from broker.storage import LogDir, PartitionLog
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
@@ -78,7 +79,11 @@ class Host:
         )
         self.image = image
         self.controller = Controller()
-        self.dirs = {d: LogDir(root / name, d) for d, name in ((DIR_A, "a"), (DIR_B, "b"))}
+        self.failures = LogDirFailureChannel()
+        self.dirs = {
+            d: LogDir(root / name, d, on_failure=self.failures.maybe_add_offline_log_dir)
+            for d, name in ((DIR_A, "a"), (DIR_B, "b"))
+        }
         for ld in self.dirs.values():
             ld.path.mkdir()
         self.logs: dict[int, LocalLog] = {}
@@ -147,6 +152,9 @@ def image(isr0: list[int], leader_epoch_bumps: int = 0) -> MetadataImage:
 async def plane(tmp_path: Path) -> AsyncIterator[tuple[DataPlane, Host]]:
     host = Host(tmp_path, image([1, 2, 3]))
     dp = DataPlane(host)  # type: ignore[arg-type]
+    # In the order the broker's wiring subscribes them.
+    host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
+    host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
     await dp.start()
     await dp.publish(host.image)
     try:
@@ -250,6 +258,9 @@ async def test_idempotent_retry_gets_its_first_offsets_and_is_not_written_twice(
 async def test_min_insync_replicas(tmp_path: Path) -> None:
     host = Host(tmp_path, image([1]))
     dp = DataPlane(host)  # type: ignore[arg-type]
+    # In the order the broker's wiring subscribes them.
+    host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
+    host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
     await dp.start()
     try:
         await dp.publish(host.image)
@@ -281,6 +292,9 @@ async def test_unknown_and_not_hosted_partitions(plane: tuple[DataPlane, Host]) 
 async def test_follower_epochs_are_checked_and_divergence_is_answered(tmp_path: Path) -> None:
     host = Host(tmp_path, image([1, 2, 3], leader_epoch_bumps=2))  # leader epoch 2
     dp = DataPlane(host)  # type: ignore[arg-type]
+    # In the order the broker's wiring subscribes them.
+    host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
+    host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
     await dp.start()
     try:
         await dp.publish(host.image)
@@ -352,7 +366,6 @@ async def test_failed_dir_answers_kafka_storage_error(plane: tuple[DataPlane, Ho
     pending = asyncio.create_task(produce(dp, batch([b"a"]), timeout_ms=10_000))
     await asyncio.sleep(0.05)
     host.dirs[DIR_A].fail(OSError(5, "Input/output error"))
-    dp.dir_failed(DIR_A)
     assert (await asyncio.wait_for(pending, 2)).ErrorCode == Errors.KAFKA_STORAGE_ERROR
     assert (await produce(dp, batch([b"b"]))).ErrorCode == Errors.KAFKA_STORAGE_ERROR
     assert (await fetch(dp, 0)).ErrorCode == Errors.KAFKA_STORAGE_ERROR

@@ -1,0 +1,73 @@
+"""The broker's log dirs: opened on the failure channel, taken stock of at startup, probed while running.
+
+Each `LogDir` reports its first OSError or stall to the `LogDirFailureChannel`; the probe writes a
+small file and fsyncs it every log.dir.probe.interval.ms, so a disk that dies while idle is found
+within one interval rather than at the next produce.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+
+from broker.core.local_logs import DuplicateLogError, FoundLog, Inventory, classify
+from broker.log_dir_failure import LogDirFailureChannel
+from broker.partition_dirs import delete_partition_dir, scan
+from broker.startup import BrokerDirs, StartupError
+from broker.storage import LogDirOfflineError
+from broker.storage.log_dir import LogDir
+from broker.tasks import BrokerTasks
+from protocol.uuid import Uuid
+
+PROBE_TIMEOUT_MIN_S = 5.0
+
+
+def open_log_dirs(dirs: BrokerDirs, failures: LogDirFailureChannel) -> tuple[dict[Uuid, LogDir], LogDir]:
+    """The online log dirs by id, and metadata.log.dir's (one of them, or its own)."""
+    for path, reason in dirs.offline.items():
+        failures.record_offline_at_start(path, reason)
+    report = failures.maybe_add_offline_log_dir
+    log_dirs = {dir_id: LogDir(path, dir_id, on_failure=report) for path, dir_id in dirs.log_dirs.items()}
+    if dirs.metadata_is_log_dir:
+        return log_dirs, log_dirs[dirs.metadata_dir_id]
+    return log_dirs, LogDir(dirs.metadata_dir, dirs.metadata_dir_id, on_failure=report)
+
+
+async def take_inventory(log_dirs: dict[Uuid, LogDir]) -> Inventory:
+    """The partition logs found in the online dirs, classified; deletions left unfinished by the
+    last run are finished. Duplicate logs stop the broker (StartupError)."""
+
+    async def one(ld: LogDir) -> list[FoundLog]:
+        try:
+            return await ld.run(scan, ld, timeout=math.inf)
+        except LogDirOfflineError:
+            return []
+
+    results = await asyncio.gather(*(one(ld) for ld in log_dirs.values()))
+    found = [f for per_dir in results for f in per_dir]
+    try:
+        inventory = classify(found, {d: str(ld.path) for d, ld in log_dirs.items()})
+    except DuplicateLogError as e:
+        raise StartupError(str(e)) from None
+    for f in inventory.to_delete:
+        ld = log_dirs.get(f.dir_id)
+        if ld is not None and ld.online:
+            with contextlib.suppress(LogDirOfflineError):
+                await ld.run(delete_partition_dir, ld.path, f.name, timeout=math.inf)
+    return inventory
+
+
+def start_probes(dirs: list[LogDir], interval_ms: int, tasks: BrokerTasks) -> None:
+    """Probe each dir until it fails; a failure reaches the channel through `LogDir.run`."""
+    interval = interval_ms / 1000
+    timeout = max(PROBE_TIMEOUT_MIN_S, 10 * interval)
+
+    async def probe(ld: LogDir) -> None:
+        while ld.online:
+            await asyncio.sleep(interval)
+            with contextlib.suppress(LogDirOfflineError):
+                await ld.run(ld.probe, timeout=timeout)
+
+    for ld in dirs:
+        tasks.spawn(probe(ld), f"probe-{ld.dir_id}")
