@@ -39,14 +39,14 @@ def require_netns() -> None:
 
 
 def _dump_logs(cluster: LocalCluster) -> None:
-    from tools.cluster import procs
+    from tools.cluster import launcher
 
     try:
         nodes = cluster.state.nodes
     except Exception:
         return
     for n in nodes:
-        print(f"\n----- {n.name}: {n.log}\n{procs.log_tail(n.log, 40)}")
+        print(f"\n----- {n.name}: {n.log}\n{launcher.log_tail(n.log, 40)}")
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.processes import kraftpy_command
-from tools.cluster import procs
+from tools.cluster import launcher
 from tools.cluster.cluster import LocalCluster
 from tools.cluster.view import ClusterView
 from tools.cluster.workload import ProducerProcess, verify
@@ -118,6 +118,6 @@ def wait_exit(cluster: LocalCluster, broker_id: int, timeout: float = 60.0) -> N
         if time.monotonic() > deadline:
             raise AssertionError(
                 f"broker {broker_id} still running after {timeout:.0f}s; log:\n"
-                + procs.log_tail(cluster.broker(broker_id).log, 30)
+                + launcher.log_tail(cluster.broker(broker_id).log, 30)
             )
         time.sleep(0.2)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.processes import run_kraftpy
-from tools.cluster import procs
+from tools.cluster import launcher
 from tools.cluster.cluster import LocalCluster
 from tools.cluster.spec import ClusterSpec
 
@@ -78,7 +78,7 @@ def test_cluster_cli_on_plain_dirs(tmp_path: Path) -> None:
     assert "is down" in down.stdout
     assert not (work / "cluster.json").exists()
     for pid in pids:
-        assert procs.proc_start_time(pid) is None, f"pid {pid} still running after down"
+        assert launcher.proc_start_time(pid) is None, f"pid {pid} still running after down"
     assert "nothing to do" in run_kraftpy("cluster", "down", "--work-dir", str(work)).stdout
     gone = run_kraftpy("cluster", "status", "--work-dir", str(work), check=False)
     assert gone.returncode == 2 and "no cluster" in gone.stderr
@@ -94,7 +94,7 @@ def test_restart_policy_brings_a_killed_broker_back(tmp_path: Path) -> None:
         deadline = time.monotonic() + 60
         while True:
             new = cluster.state.processes["broker-1"]
-            if new.pid != rec.pid and procs.is_running(new.pid, new.start_time):
+            if new.pid != rec.pid and launcher.is_running(new.pid, new.start_time):
                 break
             assert time.monotonic() < deadline, "the watcher did not restart the killed broker"
             time.sleep(0.2)
@@ -108,4 +108,4 @@ def test_restart_policy_brings_a_killed_broker_back(tmp_path: Path) -> None:
         assert watcher is not None
     finally:
         cluster.down()
-    assert procs.proc_start_time(watcher) is None
+    assert launcher.proc_start_time(watcher) is None

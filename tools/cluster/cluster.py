@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tools.cluster import disks as disk_faults
-from tools.cluster import netns, procs
+from tools.cluster import launcher, netns
 from tools.cluster.configs import node_properties, write_config
 from tools.cluster.disks import ClusterDisks
 from tools.cluster.errors import ClusterError, NodeStartError
@@ -47,21 +47,6 @@ LEFTOVER_NAMES = ("config", "logs", "disks")
 
 def _quiet(_msg: str) -> None:
     pass
-
-
-def _free_ports(n: int) -> list[int]:
-    import socket
-
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class LocalCluster:
@@ -116,7 +101,7 @@ class LocalCluster:
         rec = st.processes.get(name)
         if rec is None:
             return None, "not started"
-        if procs.is_running(rec.pid, rec.start_time):
+        if launcher.is_running(rec.pid, rec.start_time):
             return rec.pid, "running"
         return rec.pid, "stopped" if rec.desired == "stopped" else "exited"
 
@@ -231,7 +216,7 @@ class LocalCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(say)
         prefix = f"kp{secrets.token_hex(3)}" if spec.multi_host else None
-        ports = None if spec.multi_host else _free_ports(spec.brokers + 1)
+        ports = None if spec.multi_host else launcher.free_ports(spec.brokers + 1)
         nodes = plan_nodes(spec, self.work_dir, ports, prefix)
         state = ClusterState(
             work_dir=str(self.work_dir),
@@ -308,17 +293,17 @@ class LocalCluster:
             st = self.store.load()
             node = st.node(name)
             rec = st.processes.get(name)
-            if rec is not None and procs.is_running(rec.pid, rec.start_time):
+            if rec is not None and launcher.is_running(rec.pid, rec.start_time):
                 raise ClusterError(f"{name} is already running (pid {rec.pid})")
-            argv = netns.wrap(procs.node_command(node.role, node.config), node.netns)
+            argv = netns.wrap(launcher.node_command(node.role, node.config), node.netns)
             Path(node.log).parent.mkdir(parents=True, exist_ok=True)
             with open(node.log, "ab") as f:
                 f.write(f"---- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {name}\n".encode())
-            pid, start = procs.spawn(argv, node.log, cwd=self.work_dir)
+            proc = launcher.spawn(argv, node.log, name=name, cwd=self.work_dir)
             restarts = rec.restarts + 1 if rec is not None else 0
-            st.processes[name] = ProcessRecord(pid, start, time.time(), "running", restarts)
+            st.processes[name] = ProcessRecord(proc.pid, proc.start_time, time.time(), "running", restarts)
             self.store.save(st)
-            return pid
+            return proc.pid
 
     def start_broker(self, broker_id: int, *, wait: bool = True, timeout: float = 60.0) -> None:
         name = self.broker(broker_id).name
@@ -336,16 +321,12 @@ class LocalCluster:
             rec.desired = "stopped"
             self.store.save(st)
         if kill:
-            procs.kill(rec.pid, rec.start_time)
+            launcher.kill(rec.pid, rec.start_time)
             return "killed"
-        return procs.stop(rec.pid, rec.start_time, timeout)
+        return launcher.stop(rec.pid, rec.start_time, timeout)
 
     def stop_broker(self, broker_id: int, *, timeout: float = 15.0, kill: bool = False) -> str:
         return self.stop_node(self.broker(broker_id).name, timeout=timeout, kill=kill)
-
-    def restart_broker(self, broker_id: int, *, timeout: float = 60.0) -> None:
-        self.stop_broker(broker_id)
-        self.start_broker(broker_id, timeout=timeout)
 
     def wait_healthy(self, names: Sequence[str], timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
@@ -365,7 +346,7 @@ class LocalCluster:
                 raise NodeStartError(
                     f"{name} not healthy after {timeout:.0f}s (last answer: "
                     f"{last.get('status') or last.get('error')}); end of {self.state.node(name).log}:\n"
-                    + procs.log_tail(self.state.node(name).log)
+                    + launcher.log_tail(self.state.node(name).log)
                 )
             time.sleep(0.2)
 
@@ -402,16 +383,16 @@ class LocalCluster:
     def _exit_message(self, name: str) -> str:
         node = self.state.node(name)
         rec = self.state.processes.get(name)
-        code = procs.exit_code(rec.pid) if rec is not None else None
+        code = launcher.exit_code(rec.pid) if rec is not None else None
         how = f"exited with status {code}" if code is not None else "is not running"
-        return f"{name} {how}; end of {node.log}:\n{procs.log_tail(node.log)}"
+        return f"{name} {how}; end of {node.log}:\n{launcher.log_tail(node.log)}"
 
     def _start_watcher(self) -> None:
         argv = [sys.executable, "-m", "tools.cluster.watch", str(self.work_dir)]
-        pid, start = procs.spawn(argv, self.work_dir / "logs" / "watch.log", cwd=self.work_dir)
+        proc = launcher.spawn(argv, self.work_dir / "logs" / "watch.log", name="watch", cwd=self.work_dir)
         with self.store.locked():
             st = self.store.load()
-            st.supervisor_pid, st.supervisor_start_time = pid, start
+            st.supervisor_pid, st.supervisor_start_time = proc.pid, proc.start_time
             self.store.save(st)
 
     # ================================================================== clients
@@ -564,12 +545,12 @@ class LocalCluster:
             st.phase = "stopping"
             self.store.save(st)
         if st.supervisor_pid and st.supervisor_start_time is not None:
-            procs.stop(st.supervisor_pid, st.supervisor_start_time, 5.0)
+            launcher.stop(st.supervisor_pid, st.supervisor_start_time, 5.0)
         # Brokers first and together (each runs a controlled shutdown, which needs the controller).
         groups = [[st.controller], st.brokers] if controller_first else [st.brokers, [st.controller]]
         for group in groups:
             recs = [(n, st.processes[n.name]) for n in group if n.name in st.processes]
-            ended = procs.stop_many([(r.pid, r.start_time) for _n, r in recs], timeout)
+            ended = launcher.stop_many([(r.pid, r.start_time) for _n, r in recs], timeout)
             for n, r in recs:
                 how = ended.get(r.pid, "gone")
                 if how != "gone":
@@ -580,9 +561,9 @@ class LocalCluster:
             for ns in netns.list_namespaces():
                 if ns.startswith(f"{st.netns_prefix}-"):
                     for pid in netns.pids_in(ns):
-                        start = procs.proc_start_time(pid)
+                        start = launcher.proc_start_time(pid)
                         if start is not None:
-                            procs.stop(pid, start, 5.0)
+                            launcher.stop(pid, start, 5.0)
                             actions.append(f"pid {pid} in {ns} stopped")
         if st.disk_state_dir:
             done = ClusterDisks(st.disk_state_dir).destroy_all()

@@ -1,48 +1,106 @@
-"""Kafka-style .properties for each planned node, with Kafka's property names."""
+"""Kafka-style .properties for controller-only and broker-only nodes, with Kafka's property names.
+
+The plain builders take ids, addresses and dirs; the `NodePlan` ones (what `kraftpy cluster` plans) add
+the defaults a demo cluster runs with.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tools.cluster.spec import (
     BROKER_LISTENER,
     CONTROLLER_LISTENER,
+    LOOPBACK,
     ClusterSpec,
     NodePlan,
 )
 
 
-def controller_properties(node: NodePlan, spec: ClusterSpec) -> dict[str, str]:
-    props = {
+def voters_string(voters: Mapping[int, str | int]) -> str:
+    """controller.quorum.voters for {node id: port on 127.0.0.1, or "host:port"}."""
+    return ",".join(
+        f"{node}@{where if isinstance(where, str) else f'{LOOPBACK}:{where}'}"
+        for node, where in sorted(voters.items())
+    )
+
+
+def controller_props(
+    *, node_id: int, port: int, metadata_dir: str | Path, voters: str, host: str = LOOPBACK
+) -> dict[str, str]:
+    """A controller-only node serving CONTROLLER://host:port, its metadata log in `metadata_dir`."""
+    return {
         "process.roles": "controller",
-        "node.id": str(node.node_id),
-        "controller.quorum.voters": f"{node.node_id}@{node.host}:{node.port}",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
         "controller.listener.names": CONTROLLER_LISTENER,
-        "listeners": node.listener,
-        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT",
-        "log.dirs": node.metadata_dir,
-        "metadata.log.dir": node.metadata_dir,
+        "listeners": f"{CONTROLLER_LISTENER}://{host}:{port}",
+        "log.dirs": str(metadata_dir),
+        "metadata.log.dir": str(metadata_dir),
     }
+
+
+def broker_props(
+    *,
+    node_id: int,
+    port: int,
+    log_dirs: Sequence[str | Path],
+    voters: str,
+    metadata_dir: str | Path | None = None,
+    rack: str | None = None,
+    host: str = LOOPBACK,
+) -> dict[str, str]:
+    """A broker-only node serving PLAINTEXT://host:port with `log_dirs` (JBOD when more than one)."""
+    props = {
+        "process.roles": "broker",
+        "node.id": str(node_id),
+        "controller.quorum.voters": voters,
+        "controller.listener.names": CONTROLLER_LISTENER,
+        "listeners": f"{BROKER_LISTENER}://{host}:{port}",
+        "inter.broker.listener.name": BROKER_LISTENER,
+        "log.dirs": ",".join(str(d) for d in log_dirs),
+    }
+    if metadata_dir is not None:
+        props["metadata.log.dir"] = str(metadata_dir)
+    if rack is not None:
+        props["broker.rack"] = rack
+    return props
+
+
+def with_extra(props: dict[str, str], extra: Mapping[str, object] | None) -> dict[str, str]:
+    """`props` overridden by `extra`, its values written as a .properties file holds them."""
+    for key, value in (extra or {}).items():
+        props[key] = str(value).lower() if isinstance(value, bool) else str(value)
+    return props
+
+
+def controller_properties(node: NodePlan, spec: ClusterSpec) -> dict[str, str]:
+    props = controller_props(
+        node_id=node.node_id,
+        port=node.port,
+        metadata_dir=node.metadata_dir,
+        voters=voters_string({node.node_id: node.bootstrap}),
+        host=node.host,
+    )
+    props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT"
     props.update(spec.controller_config)
     return props
 
 
 def broker_properties(node: NodePlan, controller: NodePlan, spec: ClusterSpec) -> dict[str, str]:
-    props = {
-        "process.roles": "broker",
-        "node.id": str(node.node_id),
-        "controller.quorum.voters": f"{controller.node_id}@{controller.host}:{controller.port}",
-        "controller.listener.names": CONTROLLER_LISTENER,
-        "listeners": node.listener,
-        "listener.security.protocol.map": f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT",
-        "inter.broker.listener.name": BROKER_LISTENER,
-        "log.dirs": ",".join(d.path for d in node.log_dirs),
-        "metadata.log.dir": node.metadata_dir,
-        "num.partitions": "3",
-        "default.replication.factor": str(min(3, spec.brokers)),
-        "min.insync.replicas": str(min(2, spec.brokers)),
-    }
+    props = broker_props(
+        node_id=node.node_id,
+        port=node.port,
+        log_dirs=[d.path for d in node.log_dirs],
+        voters=voters_string({controller.node_id: controller.bootstrap}),
+        metadata_dir=node.metadata_dir,
+        host=node.host,
+    )
+    props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
+    props["num.partitions"] = "3"
+    props["default.replication.factor"] = str(min(3, spec.brokers))
+    props["min.insync.replicas"] = str(min(2, spec.brokers))
     props.update(spec.broker_config)
     return props
 
@@ -54,10 +112,50 @@ def node_properties(node: NodePlan, nodes: list[NodePlan], spec: ClusterSpec) ->
     return broker_properties(node, controller, spec)
 
 
-def write_config(path: str | Path, props: Mapping[str, str], title: str) -> Path:
+def write_config(path: str | Path, props: Mapping[str, str], title: str | None = None) -> Path:
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     # Plain `key=value` lines as people write them; Java's reader takes ':' in a value as is.
-    lines = [f"# {title}"] + [f"{k}={v.replace(chr(92), chr(92) * 2)}" for k, v in props.items()]
+    lines = [f"# {title}"] if title else []
+    lines += [f"{k}={v.replace(chr(92), chr(92) * 2)}" for k, v in props.items()]
     p.write_text("\n".join(lines) + "\n")
     return p
+
+
+def write_controller_config(
+    path: Path,
+    *,
+    node_id: int,
+    port: int,
+    metadata_dir: Path,
+    voters: Mapping[int, int] | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> Path:
+    """A controller on 127.0.0.1:`port`; a single voter unless `voters` ({id: port}) are given."""
+    props = controller_props(
+        node_id=node_id, port=port, metadata_dir=metadata_dir, voters=voters_string(voters or {node_id: port})
+    )
+    return write_config(path, with_extra(props, extra))
+
+
+def write_broker_config(
+    path: Path,
+    *,
+    node_id: int,
+    port: int,
+    log_dirs: Sequence[Path],
+    voters: Mapping[int, int],
+    metadata_dir: Path | None = None,
+    rack: str | None = None,
+    extra: Mapping[str, object] | None = None,
+) -> Path:
+    """A broker on 127.0.0.1:`port` with `log_dirs`, controllers at `voters` ({id: port})."""
+    props = broker_props(
+        node_id=node_id,
+        port=port,
+        log_dirs=log_dirs,
+        voters=voters_string(voters),
+        metadata_dir=metadata_dir,
+        rack=rack,
+    )
+    return write_config(path, with_extra(props, extra))

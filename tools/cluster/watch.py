@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 import time
 
-from tools.cluster import procs
+from tools.cluster import launcher
 from tools.cluster.errors import ClusterError
 
 BACKOFF_S = 1.0
@@ -30,7 +30,7 @@ def watch(work_dir: str, interval: float = 0.5) -> int:
             return 0
         if st.phase == "up":
             for name, rec in st.processes.items():
-                if rec.desired != "running" or procs.is_running(rec.pid, rec.start_time):
+                if rec.desired != "running" or launcher.is_running(rec.pid, rec.start_time):
                     continue
                 if time.monotonic() - last_restart.get(name, 0.0) < BACKOFF_S:
                     continue

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tools.cluster import launcher
+
 SEQ_WIDTH = 12
 DONE_MARK = "# done"
 
@@ -374,11 +376,7 @@ class ProducerProcess:
         ]
         self.argv = argv
         log_path = log_file or ack_file.with_suffix(".log")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(log_path, "ab") as out:
-            self.popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-            )
+        self.popen = launcher.spawn(argv, log_path, name="producer").popen
         self.log_file = log_path
 
     @property
