@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[2]
 def demo_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     err = (tmp_path / "server.log").open("wb")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "protocol.transport.demo_server", "--port", "0"],
+        [sys.executable, "-m", "tests.support.demo_server", "--port", "0"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=err,

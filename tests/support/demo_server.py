@@ -1,6 +1,6 @@
-"""A small process serving the registered RPCs with canned behaviour, for transport tests and poking by hand.
+"""A process serving three RPCs with canned answers, for the transport's process tests and poking by hand.
 
-    python -m protocol.transport.demo_server --port 0
+    python -m tests.support.demo_server --port 0
 
 prints `LISTENING <port>` once ready. BrokerRegistration answers BrokerEpoch = 1000 + BrokerId, or
 fails with INCONSISTENT_CLUSTER_ID when ClusterId is "wrong-cluster" and with an unexpected exception
@@ -79,7 +79,7 @@ async def serve(host: str, port: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m protocol.transport.demo_server")
+    p = argparse.ArgumentParser(prog="python -m tests.support.demo_server")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=0)
     args = p.parse_args(argv)
