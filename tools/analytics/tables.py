@@ -68,10 +68,6 @@ def _of_type(records: DataFrame, api_key: int, schema: str) -> DataFrame:
     )
 
 
-def _last(name: str, w: Window) -> Column:
-    return F.last(name, ignorenulls=True).over(w).alias(name)
-
-
 def _with_time(df: DataFrame, *cols: str) -> DataFrame:
     for c in cols:
         df = df.withColumn(c.replace("timestamp", "time"), F.timestamp_millis(c))

@@ -160,14 +160,6 @@ def wait_gone(pid: int, start_time: int, timeout: float) -> bool:
     return not is_running(pid, start_time)
 
 
-def send(pid: int, start_time: int, sig: int) -> bool:
-    """Signal the node's process group if the PID is still ours; False if it is gone."""
-    if not is_running(pid, start_time):
-        return False
-    _signal_group(pid, sig)
-    return True
-
-
 def stop(pid: int, start_time: int, timeout: float = 15.0) -> str:
     """SIGTERM, then SIGKILL after `timeout`; returns how it ended ("gone", "terminated", "killed")."""
     return stop_many([(pid, start_time)], timeout)[pid]

@@ -136,7 +136,3 @@ def remove_blackhole_route(own_prefix: str | None = None) -> bool:
 def set_link(prefix: str, index: int, up: bool) -> None:
     """Cut (down) or restore (up) node `index`'s cable at the switch."""
     _ip("-n", switch_name(prefix), "link", "set", f"p{index}", "up" if up else "down")
-
-
-def run_in(netns: str, argv: Sequence[str], timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(wrap(argv, netns), capture_output=True, text=True, timeout=timeout, check=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from tools.disk.errors import CommandFailedError, DiskError
-from tools.disk.mounts import mounts_at
 from tools.disk.tools import run
 
 
@@ -46,11 +45,6 @@ def mount(fs: str, dev: str, mountpoint: str) -> str:
     run("xfs_repair", "-L", dev, check=False)
     run("mount", "-t", fs, dev, mountpoint)
     return "mounted after xfs_repair -L"
-
-
-def is_mounted(mountpoint: str, device: tuple[int, int] | None = None) -> bool:
-    entries = mounts_at(mountpoint)
-    return any(device is None or e.device == device for e in entries)
 
 
 def unmount(mountpoint: str) -> None:

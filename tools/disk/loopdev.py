@@ -84,11 +84,6 @@ def wait_detached(dev: str, image: str | os.PathLike[str], timeout: float = 5.0)
     return True
 
 
-def device_number(dev: str) -> tuple[int, int]:
-    rdev = os.stat(dev).st_rdev
-    return os.major(rdev), os.minor(rdev)
-
-
 def set_size_limit(dev: str, nbytes: int) -> None:
     """Make the device end after `nbytes` (0 = the whole backing file); accepted while mounted.
 
@@ -107,15 +102,5 @@ def set_size_limit(dev: str, nbytes: int) -> None:
         fcntl.ioctl(fd, LOOP_SET_STATUS64, _LOOP_INFO64.pack(*fields))
     except OSError as e:
         raise DiskError(f"cannot resize {dev}: {e.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def size_limit(dev: str) -> int:
-    fd = os.open(dev, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        buf = bytearray(_LOOP_INFO64.size)
-        fcntl.ioctl(fd, LOOP_GET_STATUS64, buf)
-        return int(_LOOP_INFO64.unpack(buf)[_SIZELIMIT_FIELD])
     finally:
         os.close(fd)

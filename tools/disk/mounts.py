@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,14 +66,3 @@ def read_mountinfo(pid: int | str = "self") -> list[MountEntry]:
 
 def is_under(path: str, prefix: str) -> bool:
     return path == prefix or path.startswith(prefix.rstrip("/") + "/")
-
-
-def mounts_at(
-    mountpoint: str | os.PathLike[str], entries: list[MountEntry] | None = None
-) -> list[MountEntry]:
-    target = os.path.realpath(mountpoint)
-    return [e for e in (read_mountinfo() if entries is None else entries) if e.mountpoint == target]
-
-
-def mounts_of_device(device: tuple[int, int], entries: list[MountEntry] | None = None) -> list[MountEntry]:
-    return [e for e in (read_mountinfo() if entries is None else entries) if e.device == device]
