@@ -59,10 +59,6 @@ def decode_unsigned_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     return value, pos
 
 
-def decode_unsigned_varlong(buf: Buffer, pos: int = 0) -> tuple[int, int]:
-    """An unsigned 64-bit varint (at most 10 bytes)."""
-    return _read_groups(buf, pos, 10, "unsigned varlong")
-
 
 def decode_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """A zigzag 32-bit varint."""
@@ -109,11 +105,6 @@ def encode_unsigned_varint(value: int) -> bytes:
     return _groups(value)
 
 
-def encode_unsigned_varlong(value: int) -> bytes:
-    if not 0 <= value < 1 << 64:
-        raise VarintError(f"{value} does not fit in an unsigned 64-bit varint")
-    return _groups(value)
-
 
 def encode_varint(value: int) -> bytes:
     if not INT32_MIN <= value <= INT32_MAX:
@@ -135,7 +126,3 @@ def size_of_unsigned_varint(value: int) -> int:
 
 def size_of_varint(value: int) -> int:
     return size_of_unsigned_varint((value << 1) ^ (value >> 31))
-
-
-def size_of_varlong(value: int) -> int:
-    return size_of_unsigned_varint((value << 1) ^ (value >> 63))

@@ -18,7 +18,6 @@ from broker.storage.errors import CorruptCheckpointError
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 RECOVERY_POINT_OFFSET_CHECKPOINT = "recovery-point-offset-checkpoint"
-CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 
 
 class OffsetCheckpointFile:
@@ -41,14 +40,3 @@ class OffsetCheckpointFile:
             offsets[tp] = value
         return offsets
 
-
-def replication_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
-    return OffsetCheckpointFile(Path(log_dir) / REPLICATION_OFFSET_CHECKPOINT)
-
-
-def log_start_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
-    return OffsetCheckpointFile(Path(log_dir) / LOG_START_OFFSET_CHECKPOINT)
-
-
-def recovery_point_offset_checkpoint(log_dir: str | Path) -> OffsetCheckpointFile:
-    return OffsetCheckpointFile(Path(log_dir) / RECOVERY_POINT_OFFSET_CHECKPOINT)

@@ -666,19 +666,6 @@ class PartitionLog:
         if first is not None:
             raise first
 
-    def rename_dir(self, new_name: str) -> None:
-        """Rename the partition dir inside its log dir (future -> current, or -> stray); handles stay open."""
-        self._check_open()
-        target = self.dir.parent / new_name
-        if parse_partition_dir_name(new_name) is None:
-            raise ValueError(f"{new_name!r} is not a partition dir name")
-        os.rename(self.dir, target)
-        fsync_dir(self.dir.parent)
-        self.dir = target
-        for seg in self._segments:
-            seg.rebase_dir(target)
-        self.epoch_cache.path = target / self.epoch_cache.path.name
-
     def delete(self) -> None:
         """Close and remove the partition dir. It is first renamed to `<topic>-<p>.<uid>-delete`, so a
         crash part-way leaves a dir the log dir knows to finish deleting."""

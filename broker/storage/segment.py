@@ -401,12 +401,6 @@ class LogSegment:
             except FileNotFoundError:
                 pass
 
-    def rebase_dir(self, partition_dir: Path) -> None:
-        """The partition dir was renamed: point the paths at the new one (open handles stay valid)."""
-        self.log_path = partition_dir / self.log_path.name
-        self.offset_index.path = partition_dir / self.offset_index.path.name
-        self.time_index.path = partition_dir / self.time_index.path.name
-
 
 def _whole_batch_in(buf: bytes, start: int) -> int | None:
     """Position of the first CRC-valid batch at or after `start` in `buf`, if any."""
