@@ -17,13 +17,13 @@ Tables written under `out/` (Parquet; `seq` orders records, `offset` is the log 
 - summary.json, report.html, and _checkpoint.json (what was ingested, for incremental reruns).
 """
 
-from tools.analytics.errors import AnalysisError, CorruptLogError, CorruptSpot, LogDirError
+from tools.analytics.errors import AnalysisError, CorruptBatchesError, CorruptSpot, LogDirError
 from tools.analytics.job import run_analysis
 from tools.analytics.summary import DirFailure, Summary
 
 __all__ = [
     "AnalysisError",
-    "CorruptLogError",
+    "CorruptBatchesError",
     "CorruptSpot",
     "DirFailure",
     "LogDirError",

@@ -34,8 +34,12 @@ class CorruptSpot:
         return asdict(self)
 
 
-class CorruptLogError(AnalysisError):
-    """The log holds corrupt batches and the run was not asked to skip them."""
+class CorruptBatchesError(AnalysisError):
+    """The analysis found corrupt batches (each a CorruptSpot) and was not asked to skip them.
+
+    Not the log stack's kraftpy.log.CorruptLogError: that stops a log from opening at the first bad
+    batch, while an analysis reads on and reports every one it found.
+    """
 
     def __init__(self, spots: list[CorruptSpot]) -> None:
         self.spots = spots

@@ -44,7 +44,7 @@ from tools.analytics.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
-from tools.analytics.errors import AnalysisError, CorruptLogError, CorruptSpot
+from tools.analytics.errors import AnalysisError, CorruptBatchesError, CorruptSpot
 from tools.analytics.logdir import LogFiles, list_log_files
 from tools.analytics.planning import Plan, plan_ingest
 from tools.analytics.splitting import SEGMENT, FileScan, LogRange, scan_file
@@ -233,7 +233,7 @@ def _ingest(
             spots.append(CorruptSpot(**d))
     if spots and not skip:
         _remove(tmp)
-        raise CorruptLogError(spots)
+        raise CorruptBatchesError(spots)
     # Counted from the files written (Parquet footers), not an accumulator a retried task adds to twice.
     written = spark.read.parquet(str(tmp)).count()
     name = cp.next_ingest_name(p.name for p in (out / RECORDS).iterdir())
@@ -361,7 +361,7 @@ def run_analysis(
 
     Uses the active Spark session when there is one (and `master` is None or the same), else starts
     one on `master` (default local[2]) and stops it at the end. Raises AnalysisError (or its
-    subclasses LogDirError, CorruptLogError) with a message meant for the user.
+    subclasses LogDirError, CorruptBatchesError) with a message meant for the user.
     """
     t0 = time.perf_counter()
     files = list_log_files(logdir)
@@ -412,7 +412,7 @@ def _run(
         total = sum(max(0, task.path.stat().st_size - task.start) for task in plan.tasks)
         scans, scan_spots = _scan(plan, range_bytes or _range_bytes(total, parallelism))
         if scan_spots and not skip_corrupt:
-            raise CorruptLogError(scan_spots)
+            raise CorruptBatchesError(scan_spots)
         ranges = [r for s in scans for r in s.ranges]
         for s in scans:
             if s.partial_tail_bytes:
