@@ -45,16 +45,15 @@ from broker.core.assignments import Assignment, build_request  # noqa: E402
 from protocol.rpc.create_topics import CreateTopicsRequest  # noqa: E402
 from protocol.transport import RpcClient, codec  # noqa: E402
 from protocol.uuid import Uuid  # noqa: E402
-from tests.support.processes import (  # noqa: E402
+from tools.cluster.configs import write_broker_config, write_controller_config  # noqa: E402
+from tools.cluster.launcher import (  # noqa: E402
     ProcessSet,
-    broker_command,
     format_storage,
     free_ports,
     get_json,
-    random_cluster_id,
-    write_broker_config,
-    write_controller_config,
+    wait_for_healthz,
 )
+from tools.cluster.layout import random_cluster_id  # noqa: E402
 
 BROKER = 2
 DIRS = 4
@@ -140,8 +139,6 @@ class Bench:
             extra={"broker.heartbeat.interval.ms": 500, "initial.broker.registration.timeout.ms": 600000},
         )
         format_storage(self.broker_config, self.cluster_id)
-        from tests.support.processes import wait_for_healthz
-
         self.controller = self.procs.start_controller(cfg, name="controller")
         wait_for_healthz(self.controller, timeout=60)
 
@@ -154,8 +151,8 @@ class Bench:
 
     def start_broker(self, name: str) -> tuple[dict[str, Any], float]:
         t0 = time.monotonic()
-        argv = broker_command(self.broker_config) + ([] if self.dataplane else ["--control-plane-only"])
-        self.broker = self.procs.start(name, argv, base_url=f"http://127.0.0.1:{self.bport}")
+        args = () if self.dataplane else ("--control-plane-only",)
+        self.broker = self.procs.start_broker(self.broker_config, name=name, args=args)
         h = self.wait(lambda h: h.get("broker_state") == "RUNNING", "unfenced", timeout=3600)
         return h, time.monotonic() - t0
 

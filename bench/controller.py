@@ -37,15 +37,9 @@ import aiohttp
 import msgpack
 
 from protocol.uuid import Uuid
-from tests.support.processes import (
-    ManagedProcess,
-    ProcessSet,
-    format_storage,
-    free_port,
-    random_cluster_id,
-    wait_for_healthz,
-    write_controller_config,
-)
+from tools.cluster.configs import write_controller_config
+from tools.cluster.launcher import ManagedProcess, ProcessSet, format_storage, free_port, wait_for_healthz
+from tools.cluster.layout import random_cluster_id
 
 OFFLINE_GOAL_S = 3.0
 MV_RANGE = {"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 22}

@@ -32,10 +32,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.dataplane.cluster import DataCluster
-from tests.support.processes import ProcessSet
 from tools.client import Admin, Producer
 from tools.client.perf import ProduceStats, produce_perf
+from tools.cluster.launcher import ProcessSet
+from tools.cluster.layout import ProcessCluster
 
 BROKERS = (1, 2, 3)
 
@@ -158,7 +158,7 @@ def main() -> int:
             flush=True,
         )
 
-        cluster = DataCluster.create(work, procs, dirs)
+        cluster = ProcessCluster.build_quick(work, procs, dirs)
         cluster.start()
         print(
             f"cluster up: controller + 3 brokers; producing {args.records:,} records of {args.record_size} B",
