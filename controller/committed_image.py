@@ -38,14 +38,6 @@ class CommittedImage:
         self._pending.append(_Committed(base_offset, epoch, timestamp_ms, records))
         self.end_offset = base_offset + len(records)
 
-    def advance(self, end_offset: int) -> None:
-        """Committed offsets without metadata records (control batches) up to `end_offset`."""
-        self.end_offset = max(self.end_offset, end_offset)
-
-    @property
-    def pending_records(self) -> int:
-        return sum(len(c.records) for c in self._pending)
-
     def image(self) -> MetadataImage:
         """The image of everything committed so far (a transaction still open is left out)."""
         if self._pending:

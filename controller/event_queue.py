@@ -8,8 +8,7 @@ produced no records still waits for everything written before it, because its an
 that state. If a log write fails the process halts, so speculative state never needs undoing.
 
 A read event needs committed state: it waits until everything already written is durable and then
-runs, still on the queue, so no speculative record can slip in between. A control event runs
-immediately in order and writes nothing.
+runs, still on the queue, so no speculative record can slip in between.
 
 Events may carry a deadline (a heartbeat is answered within half the heartbeat interval): an event
 still queued when its deadline passes is not run, and its caller gets `EventTimeoutError`.
@@ -81,7 +80,6 @@ class WriteContext:
 class _Kind(Enum):
     WRITE = "write"
     READ = "read"
-    CONTROL = "control"
 
 
 @dataclass(eq=False)
@@ -151,10 +149,6 @@ class ControllerEventQueue:
     def high_watermark(self) -> int:
         return self._deferred.high_watermark
 
-    @property
-    def pending_replies(self) -> int:
-        return len(self._deferred)
-
     # ---- submitting events -------------------------------------------------------------------------
 
     def _submit(
@@ -188,10 +182,6 @@ class ControllerEventQueue:
     async def read(self, name: str, fn: Callable[[], T], *, deadline_s: float | None = None) -> T:
         """Run `fn` on the queue once every record written so far is durable."""
         return await self._submit(name, _Kind.READ, fn, deadline_s, None)
-
-    async def control(self, name: str, fn: Callable[[], T]) -> T:
-        """Run `fn` on the queue, in order with the other events, writing nothing."""
-        return await self._submit(name, _Kind.CONTROL, fn, None, None)
 
     # ---- commit notifications (from the log) ---------------------------------------------------------
 
@@ -239,10 +229,8 @@ class ControllerEventQueue:
             try:
                 if ev.kind is _Kind.WRITE:
                     self._run_write(ev)
-                elif ev.kind is _Kind.READ:
-                    await self._wait_committed(self._last_appended)
-                    _settle(ev.future, ev.fn())
                 else:
+                    await self._wait_committed(self._last_appended)
                     _settle(ev.future, ev.fn())
             except _FatalError as e:
                 self._on_fatal(f"{ev.name}: {e.reason}", e.__cause__ or e)

@@ -72,10 +72,6 @@ class MetadataLogSink:
     def next_offset(self) -> int:
         return self._next
 
-    @property
-    def in_flight(self) -> int:
-        return len(self._tasks)
-
     def prepare(self, records: Sequence[Any], atomic: bool) -> PreparedAppend:
         """Encode `records` as the batches they will be written in, at the next offsets."""
         if self._failed is not None:
@@ -145,8 +141,3 @@ class MetadataLogSink:
         """Wait for every scheduled write to be durable (or to have failed)."""
         while self._tasks:
             await asyncio.gather(*list(self._tasks), return_exceptions=True)
-
-    # The event queue's RecordSink interface.
-
-    def append(self, records: Sequence[Any], atomic: bool) -> int:
-        return self.schedule(self.prepare(records, atomic))
