@@ -8,10 +8,15 @@ as a write event after activation.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from controller.core.result import ControllerResult
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import RegisterControllerRecord
 from protocol.uuid import Uuid
+
+if TYPE_CHECKING:
+    from kraftpy.config import KafkaConfig
 
 CONTROLLER_REGISTRATION_LEVEL = 15  # 3.7-IV0
 
@@ -46,3 +51,21 @@ def register_controller(
         ],
     )
     return ControllerResult.atomic_of([ApiMessageAndVersion(record, 0)], None)
+
+
+def register_from_config(cfg: KafkaConfig, metadata_version: int) -> ControllerResult[None]:
+    """This controller's registration: its first controller listener, a new incarnation id."""
+    from kraftpy.storage.metadata_version import LATEST_LEVEL
+
+    name = (cfg.controller_listener_names or ["CONTROLLER"])[0]
+    endpoint = cfg.listener(name)
+    return register_controller(
+        node_id=cfg.node_id,
+        incarnation_id=Uuid.random(),
+        listener_name=endpoint.name,
+        host=endpoint.host or "localhost",
+        port=endpoint.port,
+        security_protocol=cfg.security_protocol(endpoint.name),
+        metadata_version=metadata_version,
+        supported_metadata_versions=(1, LATEST_LEVEL),  # 3.0-IV1, the first KRaft version
+    )

@@ -1,8 +1,12 @@
-"""Small parts of the controller process that need no running process: deferred replies, snapshot policy, metrics."""
+"""Small parts of the controller process that need no running process.
+
+Deferred replies, snapshot policy and generator, metrics, the RPC handlers' edge, health.
+"""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
@@ -81,3 +85,110 @@ def test_metrics_render_cluster_gauges() -> None:
     assert "kraftpy_controller_fenced_broker_count 2.0" in text
     assert "kraftpy_controller_offline_partitions_count 7.0" in text
     assert 'kraftpy_controller_records_appended_total{type="PartitionChangeRecord"} 2.0' in text
+
+
+class _RaftStub:
+    """The Raft client as the snapshot generator and the handlers see it."""
+
+    def __init__(self) -> None:
+        self.snapshots: list[tuple[int, int]] = []
+
+    async def write_snapshot(self, records: list[Any], end_offset: int, timestamp_ms: int) -> Any:
+        from kraftpy.metalog.files import SnapshotId
+
+        self.snapshots.append((len(records), end_offset))
+        return SnapshotId(end_offset, 1)
+
+    async def handle_fetch(self, req: Any, version: int) -> Any:
+        return None
+
+    handle_fetch_snapshot = handle_fetch
+
+
+def _committed(base: int, records: list[Any]) -> Any:
+    from controller.log_sink import PreparedAppend
+
+    return PreparedAppend(base, base + len(records) - 1, 1, 1000, records, (b"x" * 100,))
+
+
+async def test_snapshot_generator_writes_committed_records_and_none_once_shutting_down() -> None:
+    from controller.committed_image import CommittedImage
+    from controller.snapshot_policy import SnapshotPolicy
+    from controller.snapshots import SnapshotGenerator
+    from kraftpy.image import MetadataDelta, MetadataImage
+    from protocol.framing import ApiMessageAndVersion
+    from protocol.metadata_records import FeatureLevelRecord, NoOpRecord
+
+    raft = _RaftStub()
+    taken: list[int] = []
+    gen = SnapshotGenerator(
+        CommittedImage(MetadataDelta(MetadataImage.EMPTY), 0),
+        SnapshotPolicy(max_bytes_between=150, max_interval_ms=0, last_snapshot_ms=0),
+        raft,  # type: ignore[arg-type]
+        clock_ms=lambda: 5,
+        on_snapshot=lambda: taken.append(1),
+    )
+    mv = ApiMessageAndVersion(FeatureLevelRecord(Name="metadata.version", FeatureLevel=21), 0)
+    gen.on_committed(_committed(0, [mv]))
+    await asyncio.sleep(0)
+    assert raft.snapshots == []  # 100 bytes: below the byte trigger
+    gen.on_committed(_committed(1, [ApiMessageAndVersion(NoOpRecord(), 0)]))
+    for _ in range(20):
+        await asyncio.sleep(0.01)
+        if taken:
+            break
+    assert taken == [1] and raft.snapshots and raft.snapshots[0][1] == 2
+    gen.begin_shutdown()
+    gen.on_committed(_committed(2, [ApiMessageAndVersion(NoOpRecord(), 0)] * 3))
+    gen.on_committed(_committed(5, [ApiMessageAndVersion(NoOpRecord(), 0)]))
+    await gen.stop()
+    assert len(raft.snapshots) == 1
+
+
+async def test_handlers_answer_not_controller_once_the_queue_is_closed() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from controller.event_queue import ControllerEventQueue
+    from controller.handlers import ControllerApis
+    from controller.metrics import ControllerMetrics, ControllerStats
+    from protocol.errors import Errors, KafkaError
+    from protocol.rpc.create_topics import CreateTopicsRequest
+    from protocol.rpc.describe_cluster import DescribeClusterRequest
+
+    class NoSink:
+        next_offset = 0
+
+    queue = ControllerEventQueue(replay=lambda r, o: None, sink=NoSink(), on_fatal=lambda m, e: None)  # type: ignore[arg-type]
+    queue.start()
+    await queue.close()
+    metrics = ControllerMetrics(CollectorRegistry(), ControllerStats)
+    apis = ControllerApis(
+        object(),  # type: ignore[arg-type]
+        queue,
+        _RaftStub(),  # type: ignore[arg-type]
+        metrics,
+        heartbeat_deadline_s=1.0,
+        clock_ms=lambda: 0,
+    )
+    handlers = apis.handlers()
+    assert {"BrokerRegistration", "BrokerHeartbeat", "Fetch", "FetchSnapshot", "Metadata"} <= set(handlers)
+    for api, req in (("CreateTopics", CreateTopicsRequest()), ("DescribeCluster", DescribeClusterRequest())):
+        with pytest.raises(KafkaError) as ei:
+            await handlers[api](req, 0)
+        assert ei.value.code is Errors.NOT_CONTROLLER
+
+
+def test_health_and_stats_of_a_controller_not_started() -> None:
+    from controller.health import controller_stats, health
+    from controller.metrics import ControllerStats
+
+    assert health(stopping=True, node_id=3, cluster_id="c", raft=None) == {
+        "status": "stopping",
+        "role": "controller",
+        "node_id": 3,
+        "cluster_id": "c",
+        "leader_epoch": 0,
+        "high_watermark": 0,
+        "log_end_offset": 0,
+    }
+    assert controller_stats(active=True, core=None, raft=None, queue=None) == ControllerStats()

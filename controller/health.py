@@ -1,0 +1,55 @@
+"""What the controller says about itself: the /healthz body and the figures behind its metric gauges.
+
+Both are read at request or scrape time from the running parts; a part not started yet reads as zero.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controller.metrics import ControllerStats
+
+if TYPE_CHECKING:
+    from controller.core import QuorumControllerCore
+    from controller.event_queue import ControllerEventQueue
+    from controller.raft_client import SingleVoterRaftClient
+
+
+def health(
+    *, stopping: bool, node_id: int, cluster_id: str, raft: SingleVoterRaftClient | None
+) -> dict[str, Any]:
+    return {
+        "status": "ok" if not stopping else "stopping",
+        "role": "controller",
+        "node_id": node_id,
+        "cluster_id": cluster_id,
+        "leader_epoch": raft.leader_epoch if raft is not None else 0,
+        "high_watermark": raft.high_watermark if raft is not None else 0,
+        "log_end_offset": raft.log_end_offset if raft is not None else 0,
+    }
+
+
+def controller_stats(
+    *,
+    active: bool,
+    core: QuorumControllerCore | None,
+    raft: SingleVoterRaftClient | None,
+    queue: ControllerEventQueue | None,
+) -> ControllerStats:
+    if core is None or raft is None:
+        return ControllerStats()
+    cluster, replication = core.m.cluster, core.m.replication
+    fenced = core.fenced_broker_count()
+    return ControllerStats(
+        active=active,
+        fenced_brokers=fenced,
+        active_brokers=len(cluster.registrations) - fenced,
+        topics=len(replication.topics),
+        partitions=sum(len(t.partitions) for t in replication.topics.values()),
+        offline_partitions=core.offline_partition_count(),
+        log_end_offset=raft.log_end_offset,
+        high_watermark=raft.high_watermark,
+        log_start_offset=raft.log_start_offset,
+        latest_snapshot_offset=raft.latest_snapshot_end_offset,
+        event_queue_size=queue.size() if queue is not None else 0,
+    )

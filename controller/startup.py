@@ -1,0 +1,143 @@
+"""Loading what the controller starts from: storage, bootstrap metadata, the metadata log and its replay.
+
+`load_metadata` is blocking and runs once, on the metadata log's thread, before anything else of the
+process exists. Every problem an operator can fix leaves it as one StartupError line; the log it
+opened is closed again if its replay fails, so a failed load leaves nothing to tear down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from controller.errors import StartupError
+
+if TYPE_CHECKING:
+    from controller.core import QuorumControllerCore
+    from kraftpy.config import KafkaConfig
+    from kraftpy.image import MetadataDelta
+    from kraftpy.metalog.files import SnapshotId
+    from kraftpy.metalog.log import MetadataLog
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadedMetadata:
+    """The replayed state: `core` and `delta` hold every record of `log`, latest snapshot first."""
+
+    cluster_id: str
+    core: QuorumControllerCore
+    delta: MetadataDelta
+    log: MetadataLog
+    bootstrap_records: list[Any]
+    metadata_version_level: int
+    replayed: int
+    latest_snapshot: SnapshotId | None
+
+
+def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
+    from controller.core import ControllerConfig, QuorumControllerCore
+    from kraftpy.image import MetadataDelta, MetadataImage
+    from kraftpy.metalog.errors import MetadataLogError
+    from kraftpy.metalog.log import MetadataLog, MetadataLogConfig
+    from kraftpy.storage import EnsembleError, MetaPropertiesError, initialize_log_dirs
+
+    try:
+        dirs = initialize_log_dirs(cfg)
+    except (EnsembleError, MetaPropertiesError, OSError) as e:
+        raise StartupError(_storage_problem(cfg, e)) from None
+    bootstrap_records, mv_level = _read_bootstrap(cfg.metadata_log_dir_path)
+    core = QuorumControllerCore(
+        ControllerConfig(
+            node_id=cfg.node_id,
+            cluster_id=dirs.cluster_id,
+            broker_session_timeout_ms=cfg.broker_session_timeout_ms,
+            default_num_partitions=cfg.num_partitions,
+            default_replication_factor=cfg.default_replication_factor,
+            unclean_leader_election_enable=cfg.unclean_leader_election_enable,
+            zk_migration_enabled=cfg.zookeeper_metadata_migration_enable,
+        )
+    )
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    try:
+        mlog = MetadataLog.open(cfg.metadata_log_dir_path, MetadataLogConfig.from_server_config(cfg))
+    except (MetadataLogError, OSError) as e:
+        raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir_path}: {e}") from None
+    try:
+        replayed = _replay_log(mlog, core, delta)
+    except Exception as e:
+        try:
+            mlog.close()
+        except Exception:
+            log.exception("closing the metadata log failed")
+        raise StartupError(f"cannot replay the metadata log in {mlog.dir}: {e}") from None
+    return LoadedMetadata(
+        cluster_id=dirs.cluster_id,
+        core=core,
+        delta=delta,
+        log=mlog,
+        bootstrap_records=bootstrap_records,
+        metadata_version_level=mv_level,
+        replayed=replayed,
+        latest_snapshot=mlog.latest_snapshot(),
+    )
+
+
+def log_loaded(loaded: LoadedMetadata) -> None:
+    """What the load found, logged from the event loop (the load itself ran on the log's thread)."""
+    mlog = loaded.log
+    if not mlog.recovery.clean:
+        torn = mlog.recovery.torn_tail
+        log.warning(
+            "metadata log had a torn tail; cut back to the last whole batch",
+            truncated_bytes=mlog.recovery.truncated_bytes,
+            reason=getattr(torn, "reason", None),
+        )
+    log.info(
+        "metadata log replayed",
+        records=loaded.replayed,
+        log_start_offset=mlog.log_start_offset,
+        log_end_offset=mlog.log_end_offset,
+        latest_snapshot=str(loaded.latest_snapshot),
+    )
+
+
+def _storage_problem(cfg: KafkaConfig, e: BaseException) -> str:
+    from kraftpy.storage import META_PROPERTIES
+
+    metadata_dir = cfg.metadata_log_dir_path
+    if not (Path(metadata_dir) / META_PROPERTIES).exists():
+        source = cfg.source or "CONFIG"
+        return (
+            f"metadata.log.dir {metadata_dir} is not formatted ({e}); "
+            f"run `kraftpy storage format -c {source} -t CLUSTER_ID` first"
+        )
+    return f"storage of {metadata_dir}: {e}"
+
+
+def _read_bootstrap(metadata_dir: str) -> tuple[list[Any], int]:
+    from kraftpy.storage.bootstrap import BootstrapError, bootstrap_records, read_bootstrap_checkpoint
+    from kraftpy.storage.metadata_version import LATEST_PRODUCTION_LEVEL
+
+    try:
+        boot = read_bootstrap_checkpoint(metadata_dir)
+    except FileNotFoundError:
+        # BootstrapDirectory's fallback when the file is missing: the latest production version.
+        log.warning("no bootstrap.checkpoint; using the latest production metadata.version", dir=metadata_dir)
+        return bootstrap_records(LATEST_PRODUCTION_LEVEL), LATEST_PRODUCTION_LEVEL
+    except BootstrapError as e:
+        raise StartupError(str(e)) from None
+    return list(boot.records), boot.metadata_version_level
+
+
+def _replay_log(mlog: MetadataLog, core: QuorumControllerCore, delta: MetadataDelta) -> int:
+    n = 0
+    for offset, record, batch in mlog.entries():
+        core.replay(record, offset)
+        delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
+        n += 1
+    return n
