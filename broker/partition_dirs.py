@@ -14,6 +14,7 @@ from pathlib import Path
 import structlog
 
 from broker.core.local_logs import FoundLog, LogKind
+from broker.storage import CorruptCheckpointError, InconsistentTopicIdError
 from broker.storage.dir_names import (
     DirKind,
     TopicPartition,
@@ -22,9 +23,8 @@ from broker.storage.dir_names import (
     parse_partition_dir_name,
     stray_dir_name,
 )
-from broker.storage.errors import CorruptCheckpointError, InconsistentTopicIdError
 from broker.storage.log_dir import LogDir
-from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from kraftpy.storage.atomic import fsync_dir
 from protocol.uuid import Uuid
 

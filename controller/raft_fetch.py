@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from kraftpy.metalog.epoch_cache import UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache, OffsetAndEpoch
+from kraftpy.log.epoch_cache import UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache, OffsetAndEpoch
 from protocol.errors import Errors
 
 __all__ = [

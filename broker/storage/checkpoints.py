@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from broker.storage.checkpoint_file import parse_int, read_checkpoint, write_checkpoint
 from broker.storage.dir_names import TopicPartition
-from broker.storage.errors import CorruptCheckpointError
+from kraftpy.log.checkpoint_file import parse_int, read_checkpoint, write_checkpoint
+from kraftpy.log.errors import CorruptCheckpointError
 
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
@@ -39,4 +39,3 @@ class OffsetCheckpointFile:
                 raise CorruptCheckpointError(self.path, f"negative partition in {topic} {partition}")
             offsets[tp] = value
         return offsets
-

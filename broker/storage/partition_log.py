@@ -1,5 +1,9 @@
 """A partition's log in one log dir: `<logdir>/<topic>-<partition>/` (Kafka's UnifiedLog + LocalLog).
 
+Segments, indexes, recovery and the files beside them are kraftpy.log's, shared with the metadata
+log; what is a broker's alone stays here: producer state, retention, follower appends, and running
+on a log dir's executor.
+
 Inside the dir:
 - `partition.metadata` (topic id), `leader-epoch-checkpoint`;
 - segments `<20-digit base offset>.log` of record batches v2, written exactly as Kafka writes them,
@@ -32,31 +36,25 @@ from typing import NamedTuple
 
 import structlog
 
-from broker.storage.batch_io import crc_matches, iter_buffer_batches, iter_file_batches
 from broker.storage.dir_names import TopicPartition, delete_dir_name, parse_partition_dir_name
-from broker.storage.errors import (
-    CorruptCheckpointError,
-    CorruptLogError,
-    InconsistentTopicIdError,
-    LogClosedError,
-    OffsetOutOfRangeError,
-    UnexpectedAppendOffsetError,
-)
-from broker.storage.leader_epoch_cache import (
+from broker.storage.errors import InconsistentTopicIdError, LogClosedError, UnexpectedAppendOffsetError
+from broker.storage.log_config import LogConfig
+from broker.storage.producer_state import ProducerStateManager
+from kraftpy.log.batch_io import crc_matches, iter_buffer_batches, iter_file_batches
+from kraftpy.log.errors import CorruptCheckpointError, CorruptLogError, OffsetOutOfRangeError
+from kraftpy.log.leader_epoch_checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     UNDEFINED_OFFSET,
     LeaderEpochFileCache,
 )
-from broker.storage.log_config import LogConfig
-from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
-from broker.storage.producer_state import ProducerStateManager
-from broker.storage.segment import (
+from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kraftpy.log.segment import (
     INDEX_SUFFIX,
     LOG_SUFFIX,
     TIME_INDEX_SUFFIX,
     LogSegment,
     TornTail,
-    parse_segment_name,
+    parse_segment_file_name,
 )
 from kraftpy.storage.atomic import fsync_dir
 from protocol.errors import Errors, KafkaError
@@ -197,7 +195,7 @@ class PartitionLog:
             self._add_segment(seg)
             if previous is not None and base < previous.next_offset:
                 raise CorruptLogError(
-                    seg.log_path,
+                    seg.path,
                     0,
                     f"segment starts at {base} but the one before ends at {previous.next_offset - 1}",
                 )
@@ -231,11 +229,11 @@ class PartitionLog:
     def _scan_dir(self) -> list[int]:
         """Base offsets of the segments; leftovers of interrupted writes and orphan indexes are removed."""
         names = os.listdir(self.dir)
-        bases = sorted(b for n in names if (b := parse_segment_name(n, LOG_SUFFIX)) is not None)
+        bases = sorted(b for n in names if (b := parse_segment_file_name(n, LOG_SUFFIX)) is not None)
         have = set(bases)
         for n in names:
             orphan = any(
-                (b := parse_segment_name(n, suffix)) is not None and b not in have
+                (b := parse_segment_file_name(n, suffix)) is not None and b not in have
                 for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
             )
             if orphan or n.endswith(_TEMP_SUFFIXES):

@@ -1,5 +1,8 @@
-"""The small text files beside the segments: leader-epoch-checkpoint, partition.metadata and
-quorum-state, in the formats Kafka writes (reference 8.1, 8.5)."""
+"""`quorum-state`: what a voter remembers across restarts, in the format Kafka writes (reference 8.5).
+
+The other small files beside the segments (leader-epoch-checkpoint, partition.metadata) are
+kraftpy.log's, shared with partition logs.
+"""
 
 from __future__ import annotations
 
@@ -8,66 +11,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftpy.metalog.epoch_cache import EpochEntry
 from kraftpy.metalog.errors import MetadataLogError
-from kraftpy.metalog.files import write_atomically
+from kraftpy.storage.atomic import atomic_write
 from protocol.uuid import Uuid
-
-CHECKPOINT_VERSION = 0
-
-
-def format_leader_epoch_checkpoint(entries: list[EpochEntry]) -> bytes:
-    lines = [str(CHECKPOINT_VERSION), str(len(entries))]
-    lines += [f"{e.epoch} {e.start_offset}" for e in entries]
-    return ("\n".join(lines) + "\n").encode("ascii")
-
-
-def parse_leader_epoch_checkpoint(
-    text: str, path: Path | str = "leader-epoch-checkpoint"
-) -> list[EpochEntry]:
-    lines = [line for line in text.splitlines() if line.strip()]
-    try:
-        version = int(lines[0])
-        count = int(lines[1])
-        if version != CHECKPOINT_VERSION:
-            raise ValueError(f"version {version}, expected {CHECKPOINT_VERSION}")
-        if len(lines) - 2 != count:
-            raise ValueError(f"header says {count} entries, file has {len(lines) - 2}")
-        entries = []
-        for line in lines[2:]:
-            epoch, offset = line.split()
-            entries.append(EpochEntry(int(epoch), int(offset)))
-    except (IndexError, ValueError) as e:
-        raise MetadataLogError(f"{path}: not a leader-epoch checkpoint: {e}") from None
-    return entries
-
-
-def read_leader_epoch_checkpoint(path: Path) -> list[EpochEntry]:
-    if not path.exists():
-        return []
-    return parse_leader_epoch_checkpoint(path.read_text("ascii"), path)
-
-
-def write_leader_epoch_checkpoint(path: Path, entries: list[EpochEntry], *, sync: bool = True) -> None:
-    write_atomically(path, format_leader_epoch_checkpoint(entries), sync=sync)
-
-
-def format_partition_metadata(topic_id: Uuid) -> bytes:
-    # Kafka writes no newline after the topic id
-    return f"version: 0\ntopic_id: {topic_id}".encode("ascii")
-
-
-def read_partition_metadata(path: Path) -> Uuid | None:
-    if not path.exists():
-        return None
-    fields = {}
-    for line in path.read_text("ascii").splitlines():
-        if ":" in line:
-            key, value = line.split(":", 1)
-            fields[key.strip()] = value.strip()
-    if fields.get("version") != "0" or "topic_id" not in fields:
-        raise MetadataLogError(f"{path}: not a version 0 partition.metadata file")
-    return Uuid.from_string(fields["topic_id"])
 
 
 @dataclass(frozen=True)
@@ -136,4 +82,4 @@ def read_quorum_state(path: Path) -> QuorumStateData | None:
 
 def write_quorum_state(path: Path, state: QuorumStateData) -> None:
     """quorum-state.tmp, fsync, rename: a vote is on disk before it is answered."""
-    write_atomically(path, state.to_json().encode("utf-8"))
+    atomic_write(path, state.to_json().encode("utf-8"))

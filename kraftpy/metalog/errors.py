@@ -1,26 +1,11 @@
-"""Errors of the on-disk metadata log."""
+"""Errors of the metadata log: the log stack's own (kraftpy.log.errors)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from kraftpy.log.errors import CorruptLogError, LogError, OffsetOutOfRangeError
 
+# One hierarchy for every log, under the name the metadata log's callers catch: a MetadataLogError
+# handler also sees the corruption and offset errors raised by the shared segments and checkpoints.
+MetadataLogError = LogError
 
-class MetadataLogError(Exception):
-    """The metadata log cannot do what was asked (bad offsets, closed log...)."""
-
-
-class CorruptLogError(MetadataLogError):
-    """Bytes on disk that are not a valid part of the log, anywhere but a torn tail.
-
-    Names the file and the byte position in it, so a person can look (`kraftpy metadata dump`).
-    """
-
-    def __init__(self, path: Path | str, position: int, reason: str) -> None:
-        super().__init__(f"{path}: corrupt at file position {position}: {reason}")
-        self.path = Path(path)
-        self.position = position
-        self.reason = reason
-
-
-class OffsetOutOfRangeError(MetadataLogError):
-    """An offset below the log start or beyond the log end."""
+__all__ = ["CorruptLogError", "MetadataLogError", "OffsetOutOfRangeError"]

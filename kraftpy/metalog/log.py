@@ -4,6 +4,11 @@ Appends go to the page cache; `flush` fsyncs everything written since the last o
 group many appends under one fsync. One thread at a time: the process runs this on a dedicated
 single-thread executor (see group_commit.GroupCommitLog).
 
+Segments, their indexes, torn-tail recovery, the leader-epoch checkpoint and the errors are
+kraftpy.log's, the same as a broker's partition logs; this module adds what only the metadata log
+has: snapshots, quorum-state, checks Raft needs (offsets with no gaps, epochs never going back) and
+flushes grouped by the caller.
+
 Opening recovers the log: every batch is checked (header, CRC-32C, contiguous offsets). A torn
 write at the tail of the last segment is cut back to the last whole batch and reported; any other
 bad batch raises CorruptLogError naming the file and position. Nothing is skipped silently.
@@ -20,36 +25,35 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from crc32c import crc32c
 
-from kraftpy.metalog.checkpoints import (
-    QuorumStateData,
-    format_partition_metadata,
+from kraftpy.log.batch_io import crc_matches, read_header
+from kraftpy.log.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
+from kraftpy.log.errors import CorruptLogError, OffsetOutOfRangeError
+from kraftpy.log.leader_epoch_checkpoint import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
     read_leader_epoch_checkpoint,
-    read_quorum_state,
     write_leader_epoch_checkpoint,
-    write_quorum_state,
 )
-from kraftpy.metalog.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
-from kraftpy.metalog.errors import CorruptLogError, MetadataLogError, OffsetOutOfRangeError
+from kraftpy.log.partition_metadata import PARTITION_METADATA_FILE, format_partition_metadata
+from kraftpy.log.segment import (
+    INDEX_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    LogSegment,
+    TornTail,
+    parse_segment_file_name,
+)
+from kraftpy.metalog.checkpoints import QuorumStateData, read_quorum_state, write_quorum_state
+from kraftpy.metalog.errors import MetadataLogError
 from kraftpy.metalog.files import (
     DELETED_SUFFIX,
-    INDEX_SUFFIX,
-    LEADER_EPOCH_CHECKPOINT,
     PARTIAL_SUFFIX,
-    PARTITION_METADATA,
     QUORUM_STATE,
-    TIME_INDEX_SUFFIX,
     SnapshotId,
-    fsync_dir,
-    parse_segment_file_name,
     parse_snapshot_file_name,
     partition_dir,
     snapshot_file_name,
-    write_atomically,
 )
 from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_buffer_batches, iter_decoded
-from kraftpy.metalog.segment import Segment, TornTail
 from kraftpy.metalog.snapshots import (
     MAX_BATCH_BYTES,
     SnapshotContents,
@@ -59,12 +63,11 @@ from kraftpy.metalog.snapshots import (
     read_snapshot_timestamp,
     write_snapshot_file,
 )
+from kraftpy.storage.atomic import atomic_write, fsync_dir
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_batches import DecodedBatch
 from protocol.record_batch import (
-    BATCH_OVERHEAD,
-    CRC_START,
-    LOG_OVERHEAD,
+    BatchHeader,
     CorruptBatchError,
     build_control_batch,
     build_metadata_batch,
@@ -75,6 +78,8 @@ from protocol.uuid import Uuid
 log = structlog.get_logger(__name__)
 
 _READ_CHUNK = 4 << 20
+# Kafka's defaults for every log (log.index.interval.bytes, log.index.size.max.bytes / 8).
+_SEGMENT_ARGS = {"index_interval_bytes": 4096, "max_index_entries": 10 * 1024 * 1024 // 8}
 
 
 def _now_ms() -> int:
@@ -125,13 +130,13 @@ class MetadataLog:
         self.config = config
         self.read_only = read_only
         self.recovery = RecoveryReport()
-        self._segments: list[Segment] = []
+        self._segments: list[LogSegment] = []
         self._epochs = LeaderEpochCache()
         self._epochs_dirty = False
         self._snapshots: dict[SnapshotId, Path] = {}
         self._log_start = 0
         self._flushed_end = 0
-        self._unflushed: set[Segment] = set()
+        self._unflushed: set[LogSegment] = set()
         self._dir_dirty = False
         self._closed = False
         self.flush_count = 0
@@ -159,8 +164,8 @@ class MetadataLog:
                 raise MetadataLogError(f"{directory}: no such metadata log directory")
             directory.mkdir(parents=True)
             fsync_dir(directory.parent)
-        if not read_only and not (directory / PARTITION_METADATA).exists():
-            write_atomically(directory / PARTITION_METADATA, format_partition_metadata(topic_id))
+        if not read_only and not (directory / PARTITION_METADATA_FILE).exists():
+            atomic_write(directory / PARTITION_METADATA_FILE, format_partition_metadata(topic_id))
         try:
             self._recover()
         except BaseException:
@@ -172,6 +177,7 @@ class MetadataLog:
         bases: list[int] = []
         snaps: list[SnapshotId] = []
         leftovers: list[Path] = []
+        indexes: list[tuple[int, Path]] = []
         for p in self.dir.iterdir():
             name = p.name
             base = parse_segment_file_name(name)
@@ -179,14 +185,18 @@ class MetadataLog:
                 bases.append(base)
                 continue
             sid = parse_snapshot_file_name(name)
+            index_base = parse_segment_file_name(name, INDEX_SUFFIX)
+            if index_base is None:
+                index_base = parse_segment_file_name(name, TIME_INDEX_SUFFIX)
             if sid is not None:
                 snaps.append(sid)
             elif name.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX, ".tmp")):
                 leftovers.append(p)
-            elif name.endswith((INDEX_SUFFIX, TIME_INDEX_SUFFIX)):
-                # we keep indexes in memory; a stale Kafka index beside a segment we append to
-                # would mislead Kafka, which rebuilds missing ones
-                leftovers.append(p)
+            elif index_base is not None:
+                indexes.append((index_base, p))
+        have = set(bases)
+        # An index without its segment would be taken for the index of a new segment at that offset.
+        leftovers += [p for base, p in indexes if base not in have]
         return sorted(bases), sorted(snaps), leftovers
 
     def _recover(self) -> None:
@@ -203,22 +213,34 @@ class MetadataLog:
             if self.read_only:
                 raise MetadataLogError(f"{self.dir}: no segment files")
             start = snaps[-1].offset if snaps else 0
-            self._segments = [Segment.open(self.dir, start, create=True)]
+            self._segments = [LogSegment.create(self.dir, start, now_ms=_now_ms(), **_SEGMENT_ARGS)]
             self._dir_dirty = True
 
-        checkpoint = read_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT)
+        checkpoint = read_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT_FILE)
         scanned: list[EpochEntry] = []
         batches = 0
+        now = _now_ms()
+        seg: LogSegment | None = None
+        expected = 0
 
-        def on_batch(h: Any, _pos: int) -> None:
-            nonlocal batches
+        def on_batch(pos: int, h: BatchHeader) -> None:
+            nonlocal batches, expected
+            assert seg is not None
+            # The segment only checks that offsets grow; a Raft log has no gaps either.
+            if h.base_offset != expected:
+                raise CorruptLogError(
+                    seg.path, pos, f"batch starts at offset {h.base_offset}, expected {expected}"
+                )
+            expected = h.next_offset
             batches += 1
             if not scanned or h.partition_leader_epoch > scanned[-1].epoch:
                 scanned.append(EpochEntry(h.partition_leader_epoch, h.base_offset))
 
         torn: TornTail | None = None
         for i, base in enumerate(bases):
-            seg = Segment.open(self.dir, base, read_only=self.read_only)
+            seg = LogSegment.open_existing(
+                self.dir, base, now_ms=now, read_only=self.read_only, **_SEGMENT_ARGS
+            )
             self._segments.append(seg)
             if i > 0:
                 prev = self._segments[i - 1]
@@ -228,7 +250,13 @@ class MetadataLog:
                         0,
                         f"segment starts at offset {base} but the previous one ends at {prev.next_offset}",
                     )
-            torn = seg.scan(is_last=i == len(bases) - 1, on_batch=on_batch)
+            expected = base
+            is_last = i == len(bases) - 1
+            torn = seg.load(recover=True, is_last=is_last, on_batch=on_batch)
+            if not is_last:
+                # Every batch is checked on each open, so an older segment's indexes need no fsync
+                # here; only their write handles go.
+                seg.close_index_handles()
         if torn is not None:
             self._handle_torn_tail(torn)
 
@@ -264,7 +292,7 @@ class MetadataLog:
                 self.flush()
         self._flushed_end = self.log_end_offset
         self.recovery = RecoveryReport(
-            truncated_bytes=0 if torn is None else torn.bytes_cut,
+            truncated_bytes=0 if torn is None else torn.bytes_removed,
             torn_tail=torn,
             segments=len(self._segments),
             batches=batches,
@@ -282,23 +310,23 @@ class MetadataLog:
         )
 
     def _handle_torn_tail(self, torn: TornTail) -> None:
+        """The segment has cut the tail (or, read-only, left it); make the cut durable and say so."""
         seg = self._segments[-1]
         if self.read_only:
             log.warning(
                 "metadata log has a torn tail (left as is: opened read-only)",
                 file=str(torn.path),
                 position=torn.position,
-                bytes=torn.bytes_cut,
+                bytes=torn.bytes_removed,
                 reason=torn.reason,
             )
             return
-        seg.truncate_to_position(torn.position, seg.next_offset)
-        seg.sync()
+        seg.flush()
         log.warning(
             "metadata log recovery cut a torn batch from the tail",
             file=str(torn.path),
             position=torn.position,
-            truncated_bytes=torn.bytes_cut,
+            truncated_bytes=torn.bytes_removed,
             reason=torn.reason,
             log_end_offset=seg.next_offset,
         )
@@ -323,7 +351,7 @@ class MetadataLog:
         return sum(s.size for s in self._segments)
 
     @property
-    def segments(self) -> list[Segment]:
+    def segments(self) -> list[LogSegment]:
         return list(self._segments)
 
     @property
@@ -376,9 +404,9 @@ class MetadataLog:
             raise MetadataLogError(
                 f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
             )
-        self._maybe_roll(len(data), ts)
+        self._maybe_roll(len(data), ts, next_offset - 1)
         seg = self._segments[-1]
-        seg.append(data, [(0, len(data), base, next_offset, ts)])
+        seg.append(data, [(0, read_header(data))])
         self._unflushed.add(seg)
         if self._epochs.assign(epoch, base):
             self._epochs_dirty = True
@@ -392,7 +420,7 @@ class MetadataLog:
         self._check_writable()
         if not data:
             raise ValueError("append_raw_batches needs at least one batch")
-        batches: list[tuple[int, int, int, int, int, int]] = []  # pos, size, base, next, ts, epoch
+        batches: list[tuple[int, BatchHeader]] = []  # (position in data, header)
         expected = self.log_end_offset
         epoch = self._epochs.latest_epoch
         pos = 0
@@ -402,7 +430,7 @@ class MetadataLog:
             except CorruptBatchError as e:
                 raise MetadataLogError(f"batch at position {pos} of the appended data: {e.reason}") from None
             end = pos + h.size
-            if crc32c(memoryview(data)[pos + CRC_START : end]) != h.crc:
+            if not crc_matches(memoryview(data)[pos:end], h):
                 raise MetadataLogError(f"batch at offset {h.base_offset} fails its CRC-32C check")
             if h.base_offset != expected or h.last_offset_delta < 0:
                 raise MetadataLogError(
@@ -413,48 +441,54 @@ class MetadataLog:
                     f"batch at offset {h.base_offset} has epoch {h.partition_leader_epoch}, older than {epoch}"
                 )
             epoch = h.partition_leader_epoch
-            batches.append((pos, h.size, h.base_offset, h.next_offset, h.max_timestamp, epoch))
+            batches.append((pos, h))
             expected = h.next_offset
             pos = end
         i = 0
         while i < len(batches):
-            self._maybe_roll(batches[i][1], batches[i][4])
+            first = batches[i][1]
+            self._maybe_roll(first.size, first.max_timestamp, first.last_offset)
             seg = self._segments[-1]
             room = self.config.segment_bytes - seg.size
             j = i + 1
-            used = batches[i][1]
-            while j < len(batches) and used + batches[j][1] <= room:
-                used += batches[j][1]
+            used = first.size
+            while j < len(batches) and used + batches[j][1].size <= room:
+                used += batches[j][1].size
                 j += 1
             run = batches[i:j]
             start = run[0][0]
-            seg.append(
-                data[start : start + used], [(p - start, size, b, n, ts) for p, size, b, n, ts, _ in run]
-            )
+            seg.append(data[start : start + used], [(p - start, h) for p, h in run])
             self._unflushed.add(seg)
-            for _, _, b, _, _, e in run:
-                if self._epochs.assign(e, b):
+            for _, h in run:
+                if self._epochs.assign(h.partition_leader_epoch, h.base_offset):
                     self._epochs_dirty = True
             i = j
-        return batches[0][2], batches[-1][3] - 1
+        return batches[0][1].base_offset, batches[-1][1].last_offset
 
-    def _maybe_roll(self, batch_size: int, timestamp_ms: int) -> None:
+    def _maybe_roll(self, batch_size: int, timestamp_ms: int, last_offset: int) -> None:
         seg = self._segments[-1]
-        if seg.is_empty():
+        if seg.size == 0:
             return
+        first = seg.rolling_timestamp()
         too_big = seg.size + batch_size > self.config.segment_bytes
-        too_old = (
-            seg.first_timestamp is not None and timestamp_ms - seg.first_timestamp >= self.config.segment_ms
-        )
-        if too_big or too_old:
+        too_old = first is not None and timestamp_ms - first >= self.config.segment_ms
+        indexes_full = seg.offset_index.is_full or seg.time_index.is_full
+        if too_big or too_old or indexes_full or not seg.can_hold(last_offset):
             self.roll()
 
     def roll(self) -> None:
-        """Start a new segment at the log end (the old one is fsynced by the next flush)."""
+        """Start a new segment at the log end.
+
+        The old one is fsynced first, as a partition log's is, so only the newest segment can ever
+        hold a torn write.
+        """
         self._check_writable()
-        if self._segments[-1].is_empty():
+        old = self._segments[-1]
+        if old.size == 0:
             return
-        seg = Segment.open(self.dir, self.log_end_offset, create=True)
+        old.on_become_inactive()
+        self._unflushed.discard(old)
+        seg = LogSegment.create(self.dir, self.log_end_offset, now_ms=_now_ms(), **_SEGMENT_ARGS)
         self._segments.append(seg)
         self._dir_dirty = True
         log.debug("metadata log rolled a segment", file=str(seg.path))
@@ -467,13 +501,13 @@ class MetadataLog:
             return self._flushed_end
         end = self.log_end_offset
         for seg in sorted(self._unflushed, key=lambda s: s.base_offset):
-            seg.sync()
+            seg.flush()
         self._unflushed.clear()
         if self._dir_dirty:
             fsync_dir(self.dir)
             self._dir_dirty = False
         if self._epochs_dirty:
-            write_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT, self._epochs.entries())
+            write_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT_FILE, self._epochs.entries())
             self._epochs_dirty = False
         self._flushed_end = end
         self.flush_count += 1
@@ -494,49 +528,44 @@ class MetadataLog:
         if from_offset == end:
             return b""
         if from_offset < self._log_start or from_offset > end:
-            raise OffsetOutOfRangeError(f"offset {from_offset} is outside the log [{self._log_start}, {end})")
+            raise OffsetOutOfRangeError(from_offset, self._log_start, end, self.dir)
         out: list[bytes] = []
         budget = max_bytes
         i = self._segment_for(from_offset)
         while i < len(self._segments) and (budget > 0 or not out):
             seg = self._segments[i]
-            found = seg.find(from_offset)
+            found = seg.translate_offset(from_offset)
             if found is None:
                 i += 1
                 continue
-            pos, first = found
-            want = max(min(budget, seg.size - pos), first.size if not out else 0)
-            if want <= 0:
+            pos = found[0]
+            chunk, _ = seg.read(pos, budget, None, not out)
+            if not chunk:
                 break
-            chunk = seg.pread(pos, want)
-            cut = _whole_batches(chunk)
-            if cut == 0:
-                break
-            out.append(chunk[:cut])
-            budget -= cut
-            if pos + cut < seg.size:
+            out.append(chunk)
+            budget -= len(chunk)
+            if pos + len(chunk) < seg.size:
                 break
             from_offset = seg.next_offset
             i += 1
         return b"".join(out)
 
-    def _chunks(self, from_offset: int) -> Iterator[tuple[Segment, int, bytes]]:
+    def _chunks(self, from_offset: int) -> Iterator[tuple[LogSegment, int, bytes]]:
         """(segment, file position, bytes of whole batches) from the batch holding `from_offset`."""
         start = max(from_offset, self._log_start)
         for seg in self._segments[self._segment_for(start) :]:
-            found = seg.find(start)
+            found = seg.translate_offset(start)
             if found is None:
                 continue
             pos = found[0]
             while pos < seg.size:
-                chunk = seg.pread(pos, min(max(_READ_CHUNK, seg.header_at(pos).size), seg.size - pos))
-                cut = _whole_batches(chunk)
-                if cut == 0:
+                chunk, _ = seg.read(pos, _READ_CHUNK, None, True)
+                if not chunk:
                     raise CorruptLogError(seg.path, pos, "not a whole batch where one was found at open")
-                yield seg, pos, chunk[:cut]
-                pos += cut
+                yield seg, pos, chunk
+                pos += len(chunk)
 
-    def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[Segment, int, Any]]:
+    def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[LogSegment, int, Any]]:
         """(segment, position, RecordBatch) for every batch from the one holding `from_offset`."""
         for seg, pos, chunk in self._chunks(self._log_start if from_offset is None else from_offset):
             for rel, batch in iter_buffer_batches(chunk, seg.path):
@@ -544,7 +573,7 @@ class MetadataLog:
 
     def iter_decoded_batches(
         self, from_offset: int | None = None
-    ) -> Iterator[tuple[Segment, int, DecodedBatch]]:
+    ) -> Iterator[tuple[LogSegment, int, DecodedBatch]]:
         """Like iter_batches, with the records decoded."""
         for seg, pos, chunk in self._chunks(self._log_start if from_offset is None else from_offset):
             for position, db in iter_decoded(chunk, seg.path, pos):
@@ -596,12 +625,22 @@ class MetadataLog:
         if offset >= self.log_end_offset:
             return
         if offset < self._log_start:
-            raise OffsetOutOfRangeError(f"cannot truncate to {offset}, below the log start {self._log_start}")
+            raise OffsetOutOfRangeError(
+                offset,
+                self._log_start,
+                self.log_end_offset,
+                self.dir,
+                f"cannot truncate to {offset}, below the log start {self._log_start}",
+            )
         latest = self.latest_snapshot()
         if latest is not None and offset < latest.offset:
             # snapshots hold committed data only, and committed data is never truncated
             raise OffsetOutOfRangeError(
-                f"cannot truncate to {offset}, below the latest snapshot {latest.offset}"
+                offset,
+                self._log_start,
+                self.log_end_offset,
+                self.dir,
+                f"cannot truncate to {offset}, below the latest snapshot {latest.offset}",
             )
         while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
             seg = self._segments.pop()
@@ -609,10 +648,7 @@ class MetadataLog:
             seg.delete()
             self._dir_dirty = True
         seg = self._segments[-1]
-        found = seg.find(offset)
-        if found is not None:
-            pos, h = found
-            seg.truncate_to_position(pos, h.base_offset)
+        if seg.truncate_to(offset, _ignore_batch):
             self._unflushed.add(seg)
         if self._epochs.truncate_from_end(self.log_end_offset):
             self._epochs_dirty = True
@@ -625,7 +661,7 @@ class MetadataLog:
         for seg in self._segments:
             seg.delete()
         self._unflushed.clear()
-        self._segments = [Segment.open(self.dir, offset, create=True)]
+        self._segments = [LogSegment.create(self.dir, offset, now_ms=_now_ms(), **_SEGMENT_ARGS)]
         self._log_start = offset
         self._epochs.clear()
         self._epochs_dirty = True
@@ -822,13 +858,5 @@ class MetadataLog:
         self.close()
 
 
-def _whole_batches(chunk: bytes) -> int:
-    """How many leading bytes of `chunk` are whole batches."""
-    pos = 0
-    n = len(chunk)
-    while pos + LOG_OVERHEAD <= n:
-        length = int.from_bytes(chunk[pos + 8 : pos + 12], "big", signed=True)
-        if length < BATCH_OVERHEAD - LOG_OVERHEAD or pos + LOG_OVERHEAD + length > n:
-            break
-        pos += LOG_OVERHEAD + length
-    return pos
+def _ignore_batch(_position: int, _header: BatchHeader) -> None:
+    """Truncation shows the batches left to an observer; the metadata log keeps no per-batch state."""

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from kraftpy.metalog.errors import CorruptLogError
+from kraftpy.log.errors import CorruptLogError
 from protocol.message import MessageDecodeError
 from protocol.metadata_batches import DecodedBatch, read_metadata_batch
 from protocol.record_batch import LOG_OVERHEAD, CorruptBatchError, RecordBatch, iter_batches

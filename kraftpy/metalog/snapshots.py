@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftpy.metalog.errors import CorruptLogError
-from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, fsync_dir, snapshot_file_name
+from kraftpy.log.errors import CorruptLogError
+from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, snapshot_file_name
 from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_decoded
+from kraftpy.storage.atomic import fsync_dir
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_batches import DecodedBatch

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from broker.storage.partition_metadata import read_partition_metadata
+from kraftpy.log.partition_metadata import read_partition_metadata
 from protocol.uuid import LOST, Uuid
 from tests.broker_process.cluster import Cluster, Record, wait_until
 from tests.broker_process.conftest import dir_id

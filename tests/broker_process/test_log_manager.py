@@ -16,7 +16,7 @@ from broker.log_manager import LogManager
 from broker.partition_dirs import scan
 from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
-from broker.storage.partition_metadata import read_partition_metadata, write_partition_metadata
+from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import UNASSIGNED, Uuid
 from tests.broker_core.helpers import BROKER, TOPIC_A, delta_of, image_of, partition, replicas_change, topic

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.storage import EpochEndOffset, LogConfig, PartitionLog
-from broker.storage.leader_epoch_cache import LeaderEpochFileCache
+from kraftpy.log.leader_epoch_checkpoint import LeaderEpochFileCache
 from protocol.record_batch import iter_batches
 from tests.broker_storage.batches import value_batch
 

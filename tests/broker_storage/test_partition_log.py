@@ -10,7 +10,7 @@ import pytest
 from crc32c import crc32c
 
 from broker.storage import LogConfig, OffsetOutOfRangeError, PartitionLog, UnexpectedAppendOffsetError
-from broker.storage.partition_metadata import read_partition_metadata
+from kraftpy.log.partition_metadata import read_partition_metadata
 from protocol.errors import Errors, KafkaError
 from protocol.record_batch import CRC_START, decode_batch, iter_batches
 from protocol.uuid import Uuid

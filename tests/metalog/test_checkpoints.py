@@ -4,12 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from kraftpy.log.leader_epoch_checkpoint import parse_leader_epoch_checkpoint
+from kraftpy.log.partition_metadata import read_partition_metadata_file as read_partition_metadata
 from kraftpy.metalog import EpochEntry, LeaderEpochCache, MetadataLog, MetadataLogError, QuorumStateData
-from kraftpy.metalog.checkpoints import (
-    parse_leader_epoch_checkpoint,
-    read_partition_metadata,
-    read_quorum_state,
-)
+from kraftpy.metalog.checkpoints import read_quorum_state
 from kraftpy.metalog.files import PARTITION_DIR
 from protocol.uuid import Uuid
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kraftpy.log.segment import parse_segment_file_name
 from kraftpy.metalog.files import PARTITION_DIR as METADATA_PARTITION_DIR
-from kraftpy.metalog.files import parse_segment_file_name, parse_snapshot_file_name
+from kraftpy.metalog.files import parse_snapshot_file_name
 from tools.analytics.errors import LogDirError
 
 

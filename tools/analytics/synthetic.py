@@ -13,7 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftpy.metalog.files import PARTITION_DIR, SnapshotId, segment_file_name, snapshot_file_name
+from kraftpy.log.segment import segment_file_name
+from kraftpy.metalog.files import PARTITION_DIR, SnapshotId, snapshot_file_name
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import (

@@ -4,6 +4,7 @@ Layout: a version line, a count line, then one entry per line with space-separat
 Written to `<name>.tmp`, fsynced, renamed over the old file, and the dir fsynced, so a crash
 leaves the old file or the new one. A missing or empty file reads as no entries; anything else
 that does not parse raises CorruptCheckpointError (not OSError: the disk is fine, the text is not).
+The broker's offset checkpoints and every log's leader-epoch-checkpoint are such files.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from broker.storage.errors import CorruptCheckpointError
+from kraftpy.log.errors import CorruptCheckpointError
 from kraftpy.storage.atomic import atomic_write
 
 CURRENT_VERSION = 0
@@ -30,9 +31,17 @@ def read_checkpoint(path: Path, fields: int, version: int = CURRENT_VERSION) -> 
     except FileNotFoundError:
         return []
     try:
-        lines = raw.decode("utf-8").splitlines()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise CorruptCheckpointError(path, "not UTF-8 text") from None
+    return parse_checkpoint(text, path, fields, version)
+
+
+def parse_checkpoint(
+    text: str, path: Path | str, fields: int, version: int = CURRENT_VERSION
+) -> list[list[str]]:
+    """The entries of a checkpoint file's text; errors name `path`."""
+    lines = text.splitlines()
     if not lines:
         return []
     if lines[0].strip() != str(version):
@@ -45,7 +54,7 @@ def read_checkpoint(path: Path, fields: int, version: int = CURRENT_VERSION) -> 
         raise CorruptCheckpointError(path, f"malformed entry count {lines[1]!r}") from None
     body = lines[2:]
     if len(body) != count:
-        raise CorruptCheckpointError(path, f"expected {count} entries but found {len(body)}")
+        raise CorruptCheckpointError(path, f"header says {count} entries, file has {len(body)}")
     entries = []
     for i, line in enumerate(body, start=3):
         parts = line.split()
@@ -55,7 +64,7 @@ def read_checkpoint(path: Path, fields: int, version: int = CURRENT_VERSION) -> 
     return entries
 
 
-def parse_int(path: Path, text: str, what: str) -> int:
+def parse_int(path: Path | str, text: str, what: str) -> int:
     try:
         return int(text)
     except ValueError:

@@ -1,7 +1,13 @@
-"""One segment of a partition log: `<base>.log` of record batches plus its `.index` and `.timeindex`.
+"""One log segment (Kafka's LogSegment): `<base>.log` of record batches v2, its `.index` and `.timeindex`.
 
-All methods are sync and raise OSError unchanged. Stats the log needs (next offset, largest
-timestamp, first batch timestamp) are kept in memory and rebuilt by a scan when the segment is opened.
+The one segment of both logs: partition logs and the metadata log. All methods are sync and raise
+OSError unchanged. Stats the log needs (next offset, largest timestamp, first batch timestamp) are
+kept in memory and rebuilt by a scan when the segment is opened.
+
+Torn-tail recovery lives here, with one rule for every log: a bad batch in the last segment that no
+whole batch follows is a torn write (only ever at the end of a file) and is cut back; any other bad
+batch raises CorruptLogError naming the file and position. A segment opened read-only changes
+nothing on disk: its torn tail is reported, and the segment taken to end before it.
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
+from crc32c import crc32c
 
-from broker.storage.batch_io import crc_matches, iter_file_batches, pread_exact, read_header
-from broker.storage.errors import CorruptLogError
-from broker.storage.indexes import OffsetIndex, TimeIndex
-from protocol.record_batch import BATCH_OVERHEAD, BatchHeader, CorruptBatchError, read_batch_header
+from kraftpy.log.batch_io import crc_matches, iter_file_batches, pread_exact, read_header
+from kraftpy.log.errors import CorruptLogError, FilePath
+from kraftpy.log.indexes import OffsetIndex, TimeIndex
+from protocol.record_batch import BATCH_OVERHEAD, CRC_START, BatchHeader, CorruptBatchError, read_batch_header
 
-log = structlog.get_logger("broker.storage")
+log = structlog.get_logger("kraftpy.log")
 
 LOG_SUFFIX = ".log"
 INDEX_SUFFIX = ".index"
@@ -32,11 +39,12 @@ MAX_TORN_TAIL_BYTES = 64 * 1024 * 1024
 BatchObserver = Callable[[int, BatchHeader], None]
 
 
-def segment_name(base_offset: int) -> str:
-    return f"{base_offset:020d}"
+def segment_file_name(base_offset: int, suffix: str = LOG_SUFFIX) -> str:
+    return f"{base_offset:020d}{suffix}"
 
 
-def parse_segment_name(file_name: str, suffix: str) -> int | None:
+def parse_segment_file_name(file_name: str, suffix: str = LOG_SUFFIX) -> int | None:
+    """The base offset in `<20 digits><suffix>`, or None for any other name."""
     stem = file_name[: -len(suffix)] if file_name.endswith(suffix) else None
     if stem is None or len(stem) != 20 or not stem.isdigit():
         return None
@@ -45,12 +53,20 @@ def parse_segment_name(file_name: str, suffix: str) -> int | None:
 
 @dataclass(frozen=True, slots=True)
 class TornTail:
-    """What recovery cut from the end of the last segment."""
+    """What recovery cut (or, read-only, would cut) from the end of the last segment."""
 
-    path: str
+    path: FilePath
     position: int
     bytes_removed: int
     reason: str
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "path": str(self.path),
+            "position": self.position,
+            "bytes_removed": self.bytes_removed,
+            "reason": self.reason,
+        }
 
 
 class LogSegment:
@@ -63,18 +79,20 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_entries: int,
         created_ms: int,
+        read_only: bool = False,
     ) -> None:
         self.base_offset = base_offset
-        self.log_path = partition_dir / (segment_name(base_offset) + LOG_SUFFIX)
+        self.read_only = read_only
+        self.path = partition_dir / segment_file_name(base_offset)
         self._fd: int | None = fd
         self.size = 0
         self.created_ms = created_ms
         self.index_interval_bytes = index_interval_bytes
         self.offset_index = OffsetIndex(
-            partition_dir / (segment_name(base_offset) + INDEX_SUFFIX), base_offset, max_index_entries
+            partition_dir / segment_file_name(base_offset, INDEX_SUFFIX), base_offset, max_index_entries
         )
         self.time_index = TimeIndex(
-            partition_dir / (segment_name(base_offset) + TIME_INDEX_SUFFIX),
+            partition_dir / segment_file_name(base_offset, TIME_INDEX_SUFFIX),
             base_offset,
             max_index_entries * OffsetIndex.ENTRY_SIZE // TimeIndex.ENTRY_SIZE,
         )
@@ -100,7 +118,7 @@ class LogSegment:
         max_index_entries: int,
         now_ms: int,
     ) -> LogSegment:
-        path = partition_dir / (segment_name(base_offset) + LOG_SUFFIX)
+        path = partition_dir / segment_file_name(base_offset)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
         seg = cls(
             partition_dir,
@@ -128,9 +146,11 @@ class LogSegment:
         index_interval_bytes: int,
         max_index_entries: int,
         now_ms: int,
+        read_only: bool = False,
     ) -> LogSegment:
-        path = partition_dir / (segment_name(base_offset) + LOG_SUFFIX)
-        fd = os.open(path, os.O_RDWR)
+        """Open an existing segment; `read_only` ones never write, so `load` only reads and reports."""
+        path = partition_dir / segment_file_name(base_offset)
+        fd = os.open(path, os.O_RDONLY if read_only else os.O_RDWR)
         seg = cls(
             partition_dir,
             base_offset,
@@ -138,6 +158,7 @@ class LogSegment:
             index_interval_bytes=index_interval_bytes,
             max_index_entries=max_index_entries,
             created_ms=now_ms,
+            read_only=read_only,
         )
         seg.size = os.fstat(fd).st_size
         return seg
@@ -146,8 +167,8 @@ class LogSegment:
         """Scan the file, rebuilding stats, and the indexes when recovering or when they do not check out.
 
         `recover` checks every batch's CRC (the part above the recovery point); otherwise only headers
-        are read. A bad tail of the last segment is cut off and returned; a bad batch anywhere else
-        raises CorruptLogError naming the file and position.
+        are read. A bad tail of the last segment is cut off (only reported when read-only) and
+        returned; a bad batch anywhere else raises CorruptLogError naming the file and position.
         """
         file_size = self.size
         self._reset_stats()
@@ -161,17 +182,22 @@ class LogSegment:
         try:
             for pos, h, view in iter_file_batches(self._handle(), 0, file_size, whole=recover):
                 if view is not None and not crc_matches(view, h):
-                    raise CorruptBatchError(pos, "CRC-32C mismatch")
+                    computed = crc32c(view[CRC_START:])
+                    raise CorruptBatchError(
+                        pos,
+                        f"CRC-32C mismatch in the batch at offset {h.base_offset}: "
+                        f"stored {h.crc:#010x}, computed {computed:#010x}",
+                    )
                 # A whole batch with a valid CRC in the wrong place is not a torn write.
                 if h.last_offset_delta < 0 or h.base_offset <= previous_last:
                     raise CorruptLogError(
-                        self.log_path,
+                        self.path,
                         pos,
                         f"batch offsets {h.base_offset}..{h.last_offset} do not follow {previous_last}",
                     )
                 if h.last_offset - self.base_offset > INT32_MAX:
                     raise CorruptLogError(
-                        self.log_path, pos, f"offset {h.last_offset} too far above segment base"
+                        self.path, pos, f"offset {h.last_offset} too far above segment base"
                     )
                 previous_last = h.last_offset
                 if expected_positions.get(pos) == h.last_offset:
@@ -179,20 +205,18 @@ class LogSegment:
                 self._observe(pos, h, write_index=False)
                 on_batch(pos, h)
         except CorruptBatchError as e:
-            if not is_last or not self._is_torn_tail(e, file_size):
-                raise CorruptLogError(self.log_path, e.offset_in_file, e.reason) from None
-            torn = TornTail(str(self.log_path), e.offset_in_file, file_size - e.offset_in_file, e.reason)
-            os.ftruncate(self._handle(), e.offset_in_file)
+            torn = self._torn_tail(e, file_size, is_last)
             file_size = e.offset_in_file
-            self.dirty = True
-            log.warning(
-                "cut torn tail of segment",
-                path=torn.path,
-                position=torn.position,
-                bytes_removed=torn.bytes_removed,
-                reason=torn.reason,
-            )
+            if self.read_only:
+                log.warning("segment has a torn tail (left as is: opened read-only)", **torn.describe())
+            else:
+                os.ftruncate(self._handle(), file_size)
+                self.dirty = True
+                log.warning("cut torn tail of segment", **torn.describe())
         self.size = file_size
+        if self.read_only:
+            # Indexes are only ever written by their owner; a reader keeps the rebuilt ones in memory.
+            return torn
         keep_stored = (
             stored is not None
             and matched == len(stored)
@@ -231,22 +255,27 @@ class LogSegment:
             last_ts, last_rel = ts, rel
         return True
 
-    def _is_torn_tail(self, e: CorruptBatchError, file_size: int) -> bool:
-        """A bad batch that no whole batch follows: a torn write only ever damages the end of a file.
-
-        The same rule as the metadata log's recovery (kraftpy/metalog/segment.py).
-        """
-        remaining = file_size - e.offset_in_file
-        if remaining > MAX_TORN_TAIL_BYTES:
-            return False
-        rest = pread_exact(self._handle(), remaining, e.offset_in_file)
-        return _whole_batch_in(rest, 1) is None
+    def _torn_tail(self, e: CorruptBatchError, file_size: int, is_last: bool) -> TornTail:
+        """The bad batch `e` as a torn tail, or CorruptLogError when it cannot be one: a torn write
+        only ever damages the end of the last segment, so no whole batch may follow it."""
+        position = e.offset_in_file
+        remaining = file_size - position
+        reason = e.reason
+        if is_last:
+            if remaining > MAX_TORN_TAIL_BYTES:
+                reason += f"; {remaining} bytes follow, more than one write could have torn"
+            else:
+                follows = _whole_batch_in(pread_exact(self._handle(), remaining, position), 1)
+                if follows is None:
+                    return TornTail(FilePath(self.path), position, remaining, reason)
+                reason += f"; a whole batch follows at file position {position + follows}"
+        raise CorruptLogError(self.path, position, reason) from None
 
     # ---- writing
 
     def _handle(self) -> int:
         if self._fd is None:
-            raise ValueError(f"{self.log_path} is closed")
+            raise ValueError(f"{self.path} is closed")
         return self._fd
 
     def _observe(self, position: int, h: BatchHeader, *, write_index: bool) -> None:
@@ -268,8 +297,16 @@ class LogSegment:
         start = self.size
         view = memoryview(data)
         written = 0
-        while written < len(view):
-            written += os.pwrite(fd, view[written:], start + written)
+        try:
+            while written < len(view):
+                written += os.pwrite(fd, view[written:], start + written)
+        except OSError:
+            # No half batch may stay behind a failed write: a later append would land after it.
+            try:
+                os.ftruncate(fd, start)
+            except OSError:
+                pass
+            raise
         self.size = start + len(data)
         self.dirty = True
         for rel, h in batches:
@@ -279,11 +316,17 @@ class LogSegment:
         return last_offset - self.base_offset <= INT32_MAX
 
     def on_become_inactive(self) -> None:
-        """The segment is rolled: index its largest timestamp, fsync everything, drop index write handles."""
+        """The segment is rolled: index its largest timestamp, fsync everything, drop index write handles.
+
+        From here on its indexes are trusted on open (when below the recovery point), so they are
+        made durable now, once, rather than with every flush.
+        """
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
-        self.dirty = True
-        self.flush()
+        os.fdatasync(self._handle())
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.dirty = False
         self.close_index_handles()
 
     def close_index_handles(self) -> None:
@@ -291,11 +334,11 @@ class LogSegment:
         self.time_index.close_handle()
 
     def flush(self) -> None:
+        """fsync the log file. Not the indexes: the active segment's are rebuilt whenever the log is
+        opened, so syncing them here would only put two more fsyncs on every flush."""
         if not self.dirty:
             return
         os.fdatasync(self._handle())
-        self.offset_index.flush()
-        self.time_index.flush()
         self.dirty = False
 
     # ---- reading
@@ -395,7 +438,7 @@ class LogSegment:
 
     def delete(self) -> None:
         self.close()
-        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+        for path in (self.path, self.offset_index.path, self.time_index.path):
             try:
                 path.unlink()
             except FileNotFoundError:

@@ -1,18 +1,17 @@
-"""The leader-epoch cache of a partition log, kept on disk as `leader-epoch-checkpoint`.
+"""`leader-epoch-checkpoint`: a log's leader-epoch history on disk, and the cache that writes it through.
 
-The bookkeeping (assign, truncation, endOffsetFor) is kraftpy.metalog's LeaderEpochCache and the
-file format is its checkpoint (`0`, count, `<epoch> <startOffset>` lines, replaced atomically); this
-wrapper writes every change through to the file. Changes come once per leader epoch, not per append.
+The file is a Kafka checkpoint file (`0`, count, `<epoch> <startOffset>` lines, replaced
+atomically); the bookkeeping is epoch_cache.LeaderEpochCache. The metadata log writes the file at
+its group-commit flush; a partition log writes each change at once through LeaderEpochFileCache
+(changes come once per leader epoch, not per append).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from broker.storage.errors import CorruptCheckpointError
-from kraftpy.metalog.checkpoints import read_leader_epoch_checkpoint, write_leader_epoch_checkpoint
-from kraftpy.metalog.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache
-from kraftpy.metalog.errors import MetadataLogError
+from kraftpy.log.checkpoint_file import parse_checkpoint, parse_int, read_checkpoint, write_checkpoint
+from kraftpy.log.epoch_cache import UNDEFINED_EPOCH, UNDEFINED_OFFSET, EpochEntry, LeaderEpochCache
 
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 
@@ -22,7 +21,30 @@ __all__ = [
     "UNDEFINED_OFFSET",
     "EpochEntry",
     "LeaderEpochFileCache",
+    "parse_leader_epoch_checkpoint",
+    "read_leader_epoch_checkpoint",
+    "write_leader_epoch_checkpoint",
 ]
+
+
+def _entries(rows: list[list[str]], path: Path | str) -> list[EpochEntry]:
+    return [EpochEntry(parse_int(path, e, "epoch"), parse_int(path, o, "start offset")) for e, o in rows]
+
+
+def parse_leader_epoch_checkpoint(
+    text: str, path: Path | str = LEADER_EPOCH_CHECKPOINT_FILE
+) -> list[EpochEntry]:
+    """The entries of a checkpoint's text; CorruptCheckpointError naming `path` when it does not parse."""
+    return _entries(parse_checkpoint(text, path, 2), path)
+
+
+def read_leader_epoch_checkpoint(path: Path) -> list[EpochEntry]:
+    """The entries in the file; [] when it is missing or empty."""
+    return _entries(read_checkpoint(path, 2), path)
+
+
+def write_leader_epoch_checkpoint(path: Path, entries: list[EpochEntry]) -> None:
+    write_checkpoint(path, entries)
 
 
 class LeaderEpochFileCache:
@@ -35,11 +57,7 @@ class LeaderEpochFileCache:
     @classmethod
     def load(cls, partition_dir: Path) -> LeaderEpochFileCache:
         path = partition_dir / LEADER_EPOCH_CHECKPOINT_FILE
-        try:
-            entries = read_leader_epoch_checkpoint(path)
-        except (MetadataLogError, ValueError) as e:
-            raise CorruptCheckpointError(path, str(e)) from None
-        return cls(path, entries)
+        return cls(path, read_leader_epoch_checkpoint(path))
 
     @property
     def entries(self) -> list[EpochEntry]:
