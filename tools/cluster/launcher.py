@@ -439,3 +439,5 @@ class ProcessSet:
         for proc in reversed(self.started):
             if proc.alive:
                 proc.terminate(timeout=10)
+            # Exited on their own: no longer this process's children to track.
+            _children.pop(proc.pid, None)
