@@ -24,7 +24,14 @@ from crc32c import crc32c
 from kraftpy.log.batch_io import crc_matches, iter_file_batches, pread_exact, read_header
 from kraftpy.log.errors import CorruptLogError, FilePath
 from kraftpy.log.indexes import OffsetIndex, TimeIndex
-from protocol.record_batch import BATCH_OVERHEAD, CRC_START, BatchHeader, CorruptBatchError, read_batch_header
+from protocol.record_batch import (
+    BATCH_OVERHEAD,
+    CRC_START,
+    LOG_OVERHEAD,
+    BatchHeader,
+    CorruptBatchError,
+    read_batch_header,
+)
 
 log = structlog.get_logger("kraftpy.log")
 
@@ -279,27 +286,31 @@ class LogSegment:
         return self._fd
 
     def _observe(self, position: int, h: BatchHeader, *, write_index: bool) -> None:
+        # On every append of both logs: header fields are read once, into locals.
+        max_ts = h.max_timestamp
+        last = h.base_offset + h.last_offset_delta
         if self.first_batch_timestamp is None:
-            self.first_batch_timestamp = h.max_timestamp
-        if h.max_timestamp > self.max_timestamp:
-            self.max_timestamp = h.max_timestamp
-            self.offset_of_max_timestamp = h.last_offset
+            self.first_batch_timestamp = max_ts
+        if max_ts > self.max_timestamp:
+            self.max_timestamp = max_ts
+            self.offset_of_max_timestamp = last
         if self._bytes_since_index_entry > self.index_interval_bytes:
-            self.offset_index.append(h.last_offset, position, write=write_index)
+            self.offset_index.append(last, position, write=write_index)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, write=write_index)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += h.size
-        self.next_offset = h.last_offset + 1
+        self._bytes_since_index_entry += h.length + LOG_OVERHEAD
+        self.next_offset = last + 1
 
     def append(self, data: bytes | bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
         """Write `data` (whole batches with final offsets) at the end; `batches` are (position in data, header)."""
         fd = self._handle()
         start = self.size
-        view = memoryview(data)
-        written = 0
         try:
-            while written < len(view):
-                written += os.pwrite(fd, view[written:], start + written)
+            written = os.pwrite(fd, data, start)
+            if written < len(data):
+                view = memoryview(data)
+                while written < len(view):
+                    written += os.pwrite(fd, view[written:], start + written)
         except OSError:
             # No half batch may stay behind a failed write: a later append would land after it.
             try:

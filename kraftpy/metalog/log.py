@@ -26,7 +26,7 @@ from typing import Any
 
 import structlog
 
-from kraftpy.log.batch_io import crc_matches, read_header
+from kraftpy.log.batch_io import crc_matches, unchecked_header
 from kraftpy.log.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
 from kraftpy.log.errors import CorruptLogError, OffsetOutOfRangeError
 from kraftpy.log.leader_epoch_checkpoint import (
@@ -406,7 +406,7 @@ class MetadataLog:
             )
         self._maybe_roll(len(data), ts, next_offset - 1)
         seg = self._segments[-1]
-        seg.append(data, [(0, read_header(data))])
+        seg.append(data, [(0, unchecked_header(data))])
         self._unflushed.add(seg)
         if self._epochs.assign(epoch, base):
             self._epochs_dirty = True
@@ -467,13 +467,17 @@ class MetadataLog:
 
     def _maybe_roll(self, batch_size: int, timestamp_ms: int, last_offset: int) -> None:
         seg = self._segments[-1]
-        if seg.size == 0:
+        size = seg.size
+        if size == 0:
             return
-        first = seg.rolling_timestamp()
-        too_big = seg.size + batch_size > self.config.segment_bytes
-        too_old = first is not None and timestamp_ms - first >= self.config.segment_ms
-        indexes_full = seg.offset_index.is_full or seg.time_index.is_full
-        if too_big or too_old or indexes_full or not seg.can_hold(last_offset):
+        first = seg.first_batch_timestamp
+        if (
+            size + batch_size > self.config.segment_bytes
+            or (first is not None and first >= 0 and timestamp_ms - first >= self.config.segment_ms)
+            or seg.offset_index.is_full
+            or seg.time_index.is_full
+            or not seg.can_hold(last_offset)
+        ):
             self.roll()
 
     def roll(self) -> None:
