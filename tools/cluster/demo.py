@@ -362,35 +362,30 @@ class Demo:
         """`kraftpy analyze` (run_analysis) in its own process: the JVM's chatter goes to a log file,
         and a Spark that cannot start fails this step, not the demo's process."""
         import json
-        import subprocess
         import sys
+
+        from tools.cluster.launcher import spawn
 
         meta = work / "cluster" / "controller-3000" / "meta"
         out = work / "analysis"
         log_path = work / "analysis.log"
         self.d.say(f"Spark: analysing the controller's metadata log {meta} (output in {log_path})")
-        env = dict(os.environ)
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        env = {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}
         argv = [sys.executable, "-m", "tools.cli.main", "analyze", str(meta), "--out", str(out), "--full"]
-        with open(log_path, "wb") as f:
-            proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=f, stderr=subprocess.STDOUT, env=env
-            )
-            try:
-                t0 = time.monotonic()
-                while proc.poll() is None:
-                    time.sleep(2)
-                    if time.monotonic() - t0 > ANALYSIS_TIMEOUT_S:
-                        proc.kill()
-                        proc.wait()
-                        self.d.say(
-                            f"analysis did not finish within {ANALYSIS_TIMEOUT_S:.0f} s; see {log_path}"
-                        )
-                        return None
-            except BaseException:
-                proc.kill()
-                proc.wait()
-                raise
+        log_path.unlink(missing_ok=True)  # the log of an earlier demo in this work dir is not this one's
+        # Its own process group, so a kill reaches the JVM it starts too; it dies if the demo does.
+        proc = spawn(argv, log_path, name="analysis", env=env, die_with_parent=True)
+        try:
+            t0 = time.monotonic()
+            while proc.alive:
+                time.sleep(2)
+                if time.monotonic() - t0 > ANALYSIS_TIMEOUT_S:
+                    proc.kill9()
+                    self.d.say(f"analysis did not finish within {ANALYSIS_TIMEOUT_S:.0f} s; see {log_path}")
+                    return None
+        except BaseException:
+            proc.kill9()
+            raise
         if proc.returncode != 0:
             tail = log_path.read_text(errors="replace").strip().splitlines()[-3:]
             self.d.say(f"analysis failed (exit {proc.returncode}): {' / '.join(tail)}")
