@@ -1,0 +1,143 @@
+"""The single-voter Raft client on a real metadata log, without a process around it.
+
+Election across restarts, commit by fsync, Fetch long-polls woken by commits or by shutdown, and
+snapshots written onto the log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from controller.log_sink import PreparedAppend
+from controller.raft_client import SingleVoterRaftClient
+from kraftpy.metalog.log import MetadataLog
+from protocol.control_records import control_records
+from protocol.framing import ApiMessageAndVersion
+from protocol.metadata_records import NoOpRecord
+from protocol.record_batch import iter_batches, metadata_records
+from protocol.rpc.fetch import FetchRequest, FetchResponse, SnapshotIdData
+from protocol.rpc.fetch_snapshot import FetchSnapshotRequest
+
+CLUSTER = "test-cluster-0000000000"
+
+OpenClient = Callable[..., Awaitable[SingleVoterRaftClient]]
+
+
+def fetched_types(resp: FetchResponse) -> list[tuple[int, str]]:
+    out = []
+    for batch in iter_batches(resp.Records, verify_crc=True):
+        decoded = control_records(batch) if batch.is_control else metadata_records(batch)
+        for rec, amv in zip(batch.records, decoded, strict=True):
+            out.append((batch.base_offset + rec.offset_delta, type(amv.message).__name__))
+    return out
+
+
+def noops(n: int) -> list[ApiMessageAndVersion]:
+    return [ApiMessageAndVersion(NoOpRecord(), 0) for _ in range(n)]
+
+
+@pytest.fixture
+async def open_client(tmp_path: Path) -> AsyncIterator[OpenClient]:
+    """Factory: a Raft client over the log in tmp_path, elected; every one is closed at the end."""
+    opened: list[tuple[SingleVoterRaftClient, ThreadPoolExecutor]] = []
+    failures: list[BaseException] = []
+
+    async def make(commits: list[tuple[int, int]] | None = None) -> SingleVoterRaftClient:
+        executor = ThreadPoolExecutor(max_workers=1)
+        mlog = await asyncio.get_running_loop().run_in_executor(executor, MetadataLog.open, tmp_path / "meta")
+
+        def on_committed(hw: int, appended: PreparedAppend) -> None:
+            if commits is not None:
+                commits.append((hw, appended.last_offset))
+
+        raft = SingleVoterRaftClient(
+            mlog,
+            executor,
+            node_id=1,
+            cluster_id=CLUSTER,
+            on_committed=on_committed,
+            on_failure=failures.append,
+        )
+        opened.append((raft, executor))
+        await raft.become_leader()
+        return raft
+
+    yield make
+    for raft, executor in opened:
+        raft.begin_shutdown()
+        await raft.drain()
+        await raft.close()
+        executor.shutdown(wait=True)
+    assert failures == []
+
+
+async def test_each_start_wins_a_new_epoch_announced_in_the_log(open_client: OpenClient) -> None:
+    first = await open_client()
+    assert first.leader_epoch == 1 and first.high_watermark == first.log_end_offset == 1
+    await first.drain()
+    await first.close()
+    second = await open_client()
+    assert second.leader_epoch == 2 and second.high_watermark == 2
+    resp = await second.handle_fetch(
+        FetchRequest(ClusterId=CLUSTER, CurrentLeaderEpoch=2, FetchOffset=0, LastFetchedEpoch=0), 13
+    )
+    assert fetched_types(resp) == [(0, "LeaderChangeMessage"), (1, "LeaderChangeMessage")]
+    assert resp.CurrentLeader is not None and resp.CurrentLeader.LeaderEpoch == 2
+
+
+async def test_commits_are_reported_and_wake_a_waiting_fetch(open_client: OpenClient) -> None:
+    commits: list[tuple[int, int]] = []
+    raft = await open_client(commits)
+    poll = asyncio.ensure_future(
+        raft.handle_fetch(
+            FetchRequest(
+                ClusterId=CLUSTER, CurrentLeaderEpoch=1, FetchOffset=1, LastFetchedEpoch=1, MaxWaitMs=30_000
+            ),
+            13,
+        )
+    )
+    await asyncio.sleep(0.1)
+    assert not poll.done()
+    sink = raft.sink
+    assert sink.schedule(sink.prepare(noops(3), atomic=True)) == 3
+    woken = await asyncio.wait_for(poll, 10)
+    assert fetched_types(woken) == [(1, "NoOpRecord"), (2, "NoOpRecord"), (3, "NoOpRecord")]
+    assert commits == [(4, 3)] and raft.high_watermark == woken.HighWatermark == 4
+
+
+async def test_shutdown_answers_a_waiting_fetch_at_once(open_client: OpenClient) -> None:
+    raft = await open_client()
+    poll = asyncio.ensure_future(
+        raft.handle_fetch(
+            FetchRequest(
+                ClusterId=CLUSTER, CurrentLeaderEpoch=1, FetchOffset=1, LastFetchedEpoch=1, MaxWaitMs=30_000
+            ),
+            13,
+        )
+    )
+    await asyncio.sleep(0.1)
+    raft.begin_shutdown()
+    resp = await asyncio.wait_for(poll, 5)
+    assert resp.Records == b""
+
+
+async def test_a_snapshot_written_through_the_client_is_offered_to_fetchers(
+    open_client: OpenClient,
+) -> None:
+    raft = await open_client()
+    sink = raft.sink
+    sink.schedule(sink.prepare(noops(4), atomic=True))
+    await raft.drain()
+    assert raft.latest_snapshot_end_offset == -1
+    sid = await raft.write_snapshot(noops(1), 5, 0)
+    assert (sid.offset, sid.epoch) == (5, 1) and raft.latest_snapshot_end_offset == 5
+    req = FetchSnapshotRequest(
+        ClusterId=CLUSTER, CurrentLeaderEpoch=1, SnapshotId=SnapshotIdData(EndOffset=5, Epoch=1)
+    )
+    chunk = await raft.handle_fetch_snapshot(req, 0)
+    assert chunk.ErrorCode == 0 and chunk.Size > 0 and chunk.UnalignedRecords
