@@ -6,36 +6,10 @@ import pytest
 
 from kraftpy.log.leader_epoch_checkpoint import parse_leader_epoch_checkpoint
 from kraftpy.log.partition_metadata import read_partition_metadata_file as read_partition_metadata
-from kraftpy.metalog import EpochEntry, LeaderEpochCache, MetadataLog, MetadataLogError, QuorumStateData
+from kraftpy.metalog import MetadataLog, MetadataLogError, QuorumStateData
 from kraftpy.metalog.checkpoints import read_quorum_state
 from kraftpy.metalog.files import PARTITION_DIR
 from protocol.uuid import Uuid
-
-
-def test_epoch_cache_assign_and_lookups() -> None:
-    c = LeaderEpochCache()
-    assert c.end_offset_for(1, 0) == (-1, -1)
-    for epoch, start in [(1, 0), (1, 5), (3, 10), (3, 12), (5, 20)]:
-        c.assign(epoch, start)
-    assert c.entries() == [EpochEntry(1, 0), EpochEntry(3, 10), EpochEntry(5, 20)]
-    assert [c.epoch_for_offset(o) for o in (0, 9, 10, 25)] == [1, 1, 3, 5]
-    assert c.end_offset_for(5, 30) == (30, 5)  # latest epoch ends at the log end
-    assert c.end_offset_for(3, 30) == (20, 3)
-    assert c.end_offset_for(4, 30) == (20, 3)  # unknown epoch: the largest below it
-    assert c.end_offset_for(0, 30) == (0, 0)  # older than the history
-    assert c.end_offset_for(6, 30) == (-1, -1)
-    c.truncate_from_end(15)
-    assert c.entries() == [EpochEntry(1, 0), EpochEntry(3, 10)]
-    c.truncate_from_start(12)
-    assert c.entries() == [EpochEntry(3, 12)]
-    c.assign(2, 11)  # a leader's history replacing ours after divergence
-    assert c.entries() == [EpochEntry(2, 11)]
-
-
-def test_leader_epoch_checkpoint_parsing(tmp_path: Path) -> None:
-    assert parse_leader_epoch_checkpoint("0\n2\n1 0\n2 165\n") == [EpochEntry(1, 0), EpochEntry(2, 165)]
-    with pytest.raises(MetadataLogError, match="header says 3 entries"):
-        parse_leader_epoch_checkpoint("0\n3\n1 0\n", tmp_path / "x")
 
 
 def test_real_sample_files_parse(samples_dir: Path) -> None:

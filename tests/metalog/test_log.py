@@ -81,6 +81,26 @@ def test_segments_roll_by_size(tmp_path: Path) -> None:
         assert len(list(log.entries())) == 120
 
 
+def test_segments_have_kafkas_indexes_and_rolled_ones_are_synced(tmp_path: Path) -> None:
+    with open_log(tmp_path, segment_bytes=4096) as log:
+        for i in range(200):
+            log.append(topic_records(i), leader_epoch=1, timestamp_ms=i)
+        rolled = log.segments[:-1]
+        assert rolled and all(not s.dirty for s in rolled)
+        want = [s.offset_index.entries for s in log.segments]
+    part = tmp_path / PARTITION_DIR
+    logs = sorted(p.stem for p in part.glob("*.log"))
+    assert sorted(p.stem for p in part.glob("*.index")) == logs
+    assert sorted(p.stem for p in part.glob("*.timeindex")) == logs
+    (part / f"{logs[0]}.index").unlink()
+    (part / "00000000000099999999.index").write_bytes(b"")  # an orphan goes on open
+    with open_log(tmp_path, segment_bytes=4096) as log:
+        assert [s.offset_index.entries for s in log.segments] == want
+        assert "00000000000099999999.index" in log.recovery.removed_files
+        assert len(list(log.entries())) == 400
+    assert (part / f"{logs[0]}.index").exists()
+
+
 def test_segments_roll_by_time(tmp_path: Path) -> None:
     with open_log(tmp_path, segment_ms=1000) as log:
         log.append(noops(1), 1, timestamp_ms=0)
