@@ -18,12 +18,50 @@ import structlog
 
 from broker.core.assignments import AssignmentsManager, ReplicaView
 from broker.core.broker_state import BrokerState
-from broker.core.lifecycle import BrokerLifecycle, SendHeartbeat, SendRegistration, Shutdown
+from broker.core.lifecycle import BrokerLifecycle, RegistrationInfo, SendHeartbeat, SendRegistration, Shutdown
 from broker.log_dir_failure import LogDirFailure
 from broker.tasks import BrokerTasks
+from kraftpy.config import KafkaConfig
+from kraftpy.storage.metadata_version import LATEST_LEVEL
+from protocol.rpc.broker_registration import BrokerRegistrationRequest
 from protocol.transport import RpcClient, RpcConnectionError, RpcError, codec
+from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.lifecycle")
+
+SUPPORTED_FEATURES = (
+    ("metadata.version", 1, LATEST_LEVEL),
+    ("kraft.version", 0, 1),
+    ("group.version", 0, 1),
+    ("transaction.version", 0, 2),
+)
+
+
+def registration_info(cfg: KafkaConfig, cluster_id: str, incarnation_id: Uuid) -> RegistrationInfo:
+    """What this broker registers with: its listeners (not the controllers'), features and rack."""
+    controller_names = set(cfg.controller_listener_names or [])
+    listeners = tuple(
+        BrokerRegistrationRequest.Listener(
+            Name=e.name,
+            Host=e.host or "127.0.0.1",
+            Port=e.port,
+            SecurityProtocol=cfg.security_protocol(e.name),
+        )
+        for e in cfg.advertised_listener_list
+        if e.name not in controller_names
+    )
+    features = tuple(
+        BrokerRegistrationRequest.Feature(Name=n, MinSupportedVersion=lo, MaxSupportedVersion=hi)
+        for n, lo, hi in SUPPORTED_FEATURES
+    )
+    return RegistrationInfo(
+        broker_id=cfg.node_id,
+        cluster_id=cluster_id,
+        incarnation_id=incarnation_id,
+        listeners=listeners,
+        features=features,
+        rack=cfg.broker_rack,
+    )
 
 
 class BrokerLifecycleManager:

@@ -1,7 +1,8 @@
 """LogManager: the partition logs hosted by this broker, the log dir each lives in, and its files.
 
-The decisions come from `broker.core.hosted_replicas` (the KIP-858 table); this shell carries
-them out on the disks, one plan at a time in the order the metadata produced them, each dir's
+It is fed the same `PartitionState` values as the replica manager beside it (`publish`), and
+learns of a failed dir from the LogDirFailureChannel (`on_dir_failure`). The decisions come from
+`broker.core.log_placement` (the KIP-858 table); this shell carries them out on the disks, one plan at a time in the order the metadata produced them, each dir's
 work on that dir's own executor:
 
 strays aside, unwanted logs deleted, future logs promoted or dropped, new partition dirs created
@@ -15,9 +16,10 @@ say so. When a dir fails its partitions go offline at once: `log()` raises KAFKA
 and their files are closed (on a thread of their own: the dir's executor is gone) so the
 filesystem can be unmounted.
 
-Data-plane handlers look partitions up with `get_partition_or_error` (Kafka's
-ReplicaManager.getPartitionOrError): KAFKA_STORAGE_ERROR for an offline partition,
-NOT_LEADER_OR_FOLLOWER for one the metadata places elsewhere, UNKNOWN_TOPIC_OR_PARTITION otherwise.
+The data plane reaches a log through `get_partition` (broker/dataplane_host.py), and is told of
+logs created or promoted through `on_logs_changed`. `get_partition_or_error` answers as Kafka's
+getPartitionOrError does: KAFKA_STORAGE_ERROR for an offline partition, NOT_LEADER_OR_FOLLOWER for
+one the metadata places elsewhere, UNKNOWN_TOPIC_OR_PARTITION otherwise.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ import structlog
 
 from broker import partition_dirs
 from broker.core.assignments import AssignmentsManager
-from broker.core.hosted_replicas import HostedReplicas, Plan
 from broker.core.local_logs import FoundLog
+from broker.core.log_placement import LogPlacement, Plan
+from broker.core.partition_state import PartitionState
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
@@ -110,7 +113,7 @@ class LogManager:
         self,
         broker_id: int,
         log_dirs: dict[Uuid, LogDir],
-        hosted: HostedReplicas,
+        placement: LogPlacement,
         assignments: AssignmentsManager,
         log_config: LogConfig,
         *,
@@ -123,7 +126,7 @@ class LogManager:
         applies their state again)."""
         self.broker_id = broker_id
         self.log_dirs = log_dirs
-        self.hosted = hosted
+        self.placement = placement
         self.assignments = assignments
         self.log_config = log_config
         self.now_ms = now_ms
@@ -180,33 +183,41 @@ class LogManager:
 
     # ---- metadata ------------------------------------------------------------------------------
 
+    def update_metadata(self, image: MetadataImage) -> None:
+        """The metadata cache `get_partition_or_error` answers from."""
+        self.image = image
+
     def publish(
         self,
-        image: MetadataImage,
-        changed: Iterable[TopicIdPartition] | None = None,
-        removed: Iterable[TopicIdPartition] = (),
+        states: Iterable[PartitionState],
+        deleted: Iterable[TopicIdPartition] = (),
+        *,
+        full: bool = False,
     ) -> None:
-        """Apply an image: in full (`changed` None) or for the partitions a delta touched."""
-        self.image = image
-        plan = self.hosted.apply_image(image, changed, removed)
-        self._sync_partitions(plan, changed)
+        """Place what the metadata says of these partitions (all hosted here when `full`, the first
+        publish; else those that changed) and let go of those `deleted`."""
+        states = list(states)
+        plan = self.placement.apply(states, deleted, full=full)
+        self._sync_partitions(plan, None if full else [st.tp for st in states])
         if not plan.is_empty():
             self._plans.put_nowait(plan)
         self.on_change()
 
     def _sync_partitions(self, plan: Plan, changed: Iterable[TopicIdPartition] | None) -> None:
         """Keep one HostedLog per replica the core tracks, where and in the state the core says."""
-        keys = set(self.hosted.replicas) if changed is None else {(t.topic_id, t.partition) for t in changed}
+        keys = (
+            set(self.placement.replicas) if changed is None else {(t.topic_id, t.partition) for t in changed}
+        )
         not_ready = {(t.topic_id, t.partition) for t, _ in plan.creates}
         not_ready |= {(t.topic_id, t.partition) for t, _, _ in plan.promote_futures}
         for tp, _dir in plan.deletes:
             hp = self.partitions.pop((tp.topic_id, tp.partition), None)
             if hp is not None:
                 self._close_later([hp.go_offline("no longer hosted here")])
-        for key in [k for k in self.partitions if k not in self.hosted.replicas]:
+        for key in [k for k in self.partitions if k not in self.placement.replicas]:
             self._close_later([self.partitions.pop(key).go_offline("no longer hosted here")])
         for key in keys:
-            r = self.hosted.replicas.get(key)
+            r = self.placement.replicas.get(key)
             if r is None:
                 continue
             where = self.log_dirs.get(r.location) if r.location is not None else None
@@ -308,7 +319,7 @@ class LogManager:
             if done is None:
                 return
             for tp in chunk:
-                self.hosted.on_created(tp.topic_id, tp.partition, dir_id)
+                self.placement.on_created(tp.topic_id, tp.partition, dir_id)
                 hp = self.partitions.get((tp.topic_id, tp.partition))
                 if hp is not None:
                     hp.created.set()
@@ -335,7 +346,7 @@ class LogManager:
         )
         if done is None and not ld.online:
             return
-        self.hosted.on_promoted(tp.topic_id, tp.partition, future.dir_id)
+        self.placement.on_promoted(tp.topic_id, tp.partition, future.dir_id)
         hp = self.partitions.get((tp.topic_id, tp.partition))
         if hp is not None:
             hp.log_dir = ld
@@ -366,7 +377,7 @@ class LogManager:
 
     def fail_dir(self, dir_id: Uuid) -> int:
         """Take the dir's partitions offline and close their files; returns how many went offline."""
-        lost = self.hosted.fail_dir(dir_id)
+        lost = self.placement.fail_dir(dir_id)
         to_close: list[PartitionLog | None] = []
         for r in lost:
             hp = self.partitions.get(r.key)

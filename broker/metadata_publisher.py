@@ -2,21 +2,23 @@
 
 Kafka's BrokerMetadataPublisher. The `MetadataLoader` calls `on_image` for every image it builds;
 the lifecycle learns the offset it has caught up to, and once the broker has caught up (RECOVERY or
-RUNNING) the log manager (which replica lives in which dir) and the data plane (what each partition
-should be, as `PartitionState` values) get the image: in full the first time, then as deltas.
+RUNNING) the image becomes `PartitionState` values, one per partition hosted here: all of them the
+first time, then those each delta changed. The same values go to the log manager (which dir each
+log lives in) and the data plane's replica manager (what each partition does).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import structlog
 
 from broker.core.broker_state import BrokerState
 from broker.core.lifecycle import BrokerLifecycle
+from broker.core.partition_state import PartitionState, changed_partition_states, local_partition_states
 from broker.dataplane import DataPlane
 from broker.log_manager import LogManager
-from kraftpy.image import MetadataDelta, MetadataImage
+from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.storage.metadata_version import JBOD_LEVEL
 from protocol.uuid import Uuid
 
@@ -63,20 +65,15 @@ class BrokerMetadataPublisher:
             )
             return
         self._maybe_reregister(image)
-        if self.published:
-            changes = None if delta is None else delta.local_changes(self.broker_id)
-            if changes is None:
-                self.log_manager.publish(image)
-            else:
-                changed = {*changes.leaders, *changes.followers, *changes.directory_ids}
-                if changed or changes.deletes:
-                    self.log_manager.publish(image, changed, changes.deletes)
-                else:
-                    self.log_manager.image = image
-            if self.dataplane is not None:
-                self.dataplane.publish_soon(image, changes)
-        else:
+        if not self.published:
             self.maybe_publish_first()
+        elif delta is None:
+            self._publish(image, local_partition_states(image, self.broker_id), (), full=True)
+        else:
+            states, deleted = changed_partition_states(
+                delta.local_changes(self.broker_id), image, self.broker_id
+            )
+            self._publish(image, states, deleted, full=False)
         self._on_published()
 
     def maybe_publish_first(self) -> None:
@@ -86,9 +83,22 @@ class BrokerMetadataPublisher:
         self.published = True
         image = self._image()
         log.info("publishing the first metadata image to the replica manager", metadata_offset=image.offset)
-        self.log_manager.publish(image)
+        self._publish(image, local_partition_states(image, self.broker_id), (), full=True)
+
+    def _publish(
+        self,
+        image: MetadataImage,
+        states: list[PartitionState],
+        deleted: Sequence[TopicIdPartition],
+        *,
+        full: bool,
+    ) -> None:
+        """The same states to both: where each log lives, then what each partition does."""
+        self.log_manager.update_metadata(image)
+        if full or states or deleted:
+            self.log_manager.publish(states, deleted, full=full)
         if self.dataplane is not None:
-            self.dataplane.publish_soon(image, None)
+            self.dataplane.publish_soon(image, states, deleted, full=full)
 
     def _maybe_reregister(self, image: MetadataImage) -> None:
         lc = self.lifecycle

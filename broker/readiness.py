@@ -13,8 +13,8 @@ from typing import Any
 import structlog
 
 from broker.core.assignments import AssignmentsManager
-from broker.core.hosted_replicas import HostedReplicas
 from broker.core.lifecycle import BrokerLifecycle
+from broker.core.log_placement import LogPlacement
 from broker.lifecycle_manager import BrokerLifecycleManager
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.log_manager import LogManager
@@ -34,7 +34,7 @@ class BrokerReadiness:
         *,
         log_dirs: dict[Uuid, LogDir],
         failures: LogDirFailureChannel,
-        hosted: HostedReplicas,
+        placement: LogPlacement,
         log_manager: LogManager,
         assignments: AssignmentsManager,
         lifecycle: BrokerLifecycle,
@@ -47,7 +47,7 @@ class BrokerReadiness:
         self.broker_id = broker_id
         self.log_dirs = log_dirs
         self.failures = failures
-        self.hosted = hosted
+        self.placement = placement
         self.log_manager = log_manager
         self.assignments = assignments
         self.lifecycle = lifecycle
@@ -64,7 +64,7 @@ class BrokerReadiness:
             return
         ready = (
             self.publisher.published
-            and self.hosted.ready_to_unfence()
+            and self.placement.ready_to_unfence()
             and self.assignments.queued == 0
             and self.log_manager.settled
         )
@@ -72,13 +72,13 @@ class BrokerReadiness:
             self.ready_latched = True
             log.info(
                 "every hosted replica is placed in the metadata; ready to unfence",
-                replicas=len(self.hosted.replicas),
-                offline_replicas=self.hosted.offline_count(),
+                replicas=len(self.placement.replicas),
+                offline_replicas=self.placement.offline_count(),
             )
             self.lifecycle.set_ready_to_unfence(True, self._now_ms())
 
     def stats(self) -> BrokerStats:
-        lc, hosted = self.lifecycle, self.hosted
+        lc, placement = self.lifecycle, self.placement
         failed = self.failures.failed
         dirs = [DirStat(str(ld.path), str(d), not ld.online) for d, ld in self.log_dirs.items()]
         dirs += [DirStat(p, "", True) for p, f in failed.items() if f.dir_id is None]
@@ -86,9 +86,9 @@ class BrokerReadiness:
             state=int(lc.state),
             fenced=lc.fenced,
             metadata_offset=self.loader.image.offset,
-            offline_replicas=hosted.offline_count(),
+            offline_replicas=placement.offline_count(),
             queued_assignments=self.assignments.queued,
-            replicas=len(hosted.replicas),
+            replicas=len(placement.replicas),
             assignment_requests=self.assignments.requests_sent,
             assignments_sent=self.assignments.assignments_sent,
             dirs=tuple(sorted(dirs, key=lambda d: d.path)),
@@ -117,7 +117,7 @@ class BrokerReadiness:
             "assign_replicas_to_dirs_requests": self.assignments.requests_sent,
             "assignments_sent": self.assignments.assignments_sent,
             "assign_replicas_to_dirs_bytes": driver.assignment_bytes,
-            "replicas": self.hosted.summary(),
+            "replicas": self.placement.summary(),
             "seconds_to_unfence": None if unfenced_at is None else round(unfenced_at - driver.started_at, 3),
             "seconds_from_server_start_to_unfence": None
             if unfenced_at is None

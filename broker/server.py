@@ -4,7 +4,7 @@
 - `log_dir_failure.LogDirFailureChannel`: a dir's failure, recorded once and delivered in order;
 - `metadata_loader.MetadataLoader`: the local copy of `__cluster_metadata`, fetched and replayed;
 - `metadata_publisher.BrokerMetadataPublisher`: each image to the log manager and the data plane;
-- `log_manager.LogManager` (+ `core.hosted_replicas`, the KIP-858 table): which log lives where;
+- `log_manager.LogManager` (+ `core.log_placement`, the KIP-858 table): which log lives where;
 - `dataplane.DataPlane` (its `ReplicaManager`): produce, fetch, replication, ISR;
 - `lifecycle_manager.BrokerLifecycleManager`: registration, heartbeats, AssignReplicasToDirs;
 - `readiness.BrokerReadiness`: when to ask to be unfenced, /healthz and /metrics.
@@ -26,11 +26,11 @@ import structlog
 from aiohttp import web
 
 from broker.core.assignments import AssignmentsManager, ImageReplicaView
-from broker.core.hosted_replicas import HostedReplicas
-from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig, RegistrationInfo
+from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
+from broker.core.log_placement import LogPlacement
 from broker.dataplane import DataPlane
 from broker.dataplane_host import BrokerDataPlaneHost
-from broker.lifecycle_manager import BrokerLifecycleManager
+from broker.lifecycle_manager import BrokerLifecycleManager, registration_info
 from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
 from broker.log_dirs import open_log_dirs, start_probes, take_inventory
 from broker.log_manager import LogManager
@@ -45,8 +45,6 @@ from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
-from kraftpy.storage.metadata_version import LATEST_LEVEL
-from protocol.rpc.broker_registration import BrokerRegistrationRequest
 from protocol.transport import NO_RETRIES, REGISTRY, RpcClient, create_app, start_server
 from protocol.uuid import Uuid
 
@@ -55,13 +53,6 @@ log = structlog.get_logger("broker.server")
 RPC_TIMEOUT_S = 5.0
 STOP_TIMEOUT_S = 10.0
 DATAPLANE_STOP_TIMEOUT_S = 5.0
-
-SUPPORTED_FEATURES = (
-    ("metadata.version", 1, LATEST_LEVEL),
-    ("kraft.version", 0, 1),
-    ("group.version", 0, 1),
-    ("transaction.version", 0, 2),
-)
 
 
 def dir_failure_subscribers(
@@ -148,7 +139,7 @@ class BrokerServer:
         delta = await self._open_metadata_log()
 
         online = {d: str(ld.path) for d, ld in self.log_dirs.items() if ld.online}
-        hosted = HostedReplicas(
+        placement = LogPlacement(
             self.broker_id,
             online,
             offline_at_start=len(dirs.offline),
@@ -158,7 +149,7 @@ class BrokerServer:
         self.log_manager = LogManager(
             self.broker_id,
             self.log_dirs,
-            hosted,
+            placement,
             self.assignments,
             LogConfig.from_kafka_config(cfg),
             now_ms=self.now_ms,
@@ -166,11 +157,11 @@ class BrokerServer:
             on_logs_changed=self._logs_changed,
         )
         self.lifecycle = BrokerLifecycle(
-            self._registration_info(),
+            registration_info(cfg, dirs.cluster_id, self.incarnation_id),
             sorted(online),
             LifecycleConfig.from_kafka_config(cfg),
             rng=self.rng,
-            leads_partitions_in_dir=hosted.leads_partitions_in_dir,
+            leads_partitions_in_dir=placement.leads_partitions_in_dir,
         )
         for dir_id, ld in self.log_dirs.items():
             if not ld.online:  # failed while scanning, before anyone subscribed
@@ -212,7 +203,7 @@ class BrokerServer:
             self.broker_id,
             log_dirs=self.log_dirs,
             failures=self.failures,
-            hosted=hosted,
+            placement=placement,
             log_manager=self.log_manager,
             assignments=self.assignments,
             lifecycle=self.lifecycle,
@@ -299,32 +290,6 @@ class BrokerServer:
             broker=self._on_dir_failure,
         ):
             self.failures.subscribe(name, subscriber)
-
-    def _registration_info(self) -> RegistrationInfo:
-        cfg = self.cfg
-        controller_names = set(cfg.controller_listener_names or [])
-        listeners = tuple(
-            BrokerRegistrationRequest.Listener(
-                Name=e.name,
-                Host=e.host or "127.0.0.1",
-                Port=e.port,
-                SecurityProtocol=cfg.security_protocol(e.name),
-            )
-            for e in cfg.advertised_listener_list
-            if e.name not in controller_names
-        )
-        features = tuple(
-            BrokerRegistrationRequest.Feature(Name=n, MinSupportedVersion=lo, MaxSupportedVersion=hi)
-            for n, lo, hi in SUPPORTED_FEATURES
-        )
-        return RegistrationInfo(
-            broker_id=self.broker_id,
-            cluster_id=self.dirs.cluster_id,
-            incarnation_id=self.incarnation_id,
-            listeners=listeners,
-            features=features,
-            rack=cfg.broker_rack,
-        )
 
     async def _serve_http(self) -> None:
         cfg = self.cfg

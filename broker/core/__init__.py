@@ -5,6 +5,7 @@
 - `assignments` – the AssignReplicasToDirs queue (ready / in flight, batching, backoff);
 - `placement` – the KIP-858 replica decision table and the choice of a dir for a new replica;
 - `local_logs` – what the partition dirs found at startup mean (strays, leftovers, duplicates);
-- `hosted_replicas` – the replicas hosted here, where they live, and the plan to get them there;
+- `log_placement` – the replicas hosted here, where their logs live, and the plan to get them there
+  (the LogManager's decisions);
 - `metadata_fetch` – the broker as a Raft observer of `__cluster_metadata` (Fetch, FetchSnapshot).
 """

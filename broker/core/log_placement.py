@@ -1,7 +1,7 @@
-"""The replicas this broker hosts and where they live: the bookkeeping half of a ReplicaManager, without I/O.
+"""The replicas this broker hosts and where their logs live: the decisions of the LogManager, without I/O.
 
-Fed with metadata images (whole, at the first publish, then the partitions each delta touched) and
-with directory failures, it keeps one `HostedReplica` per partition the metadata places here and
+Fed with what the metadata says of each partition (`PartitionState`: all of them at the first
+publish, then those each delta changed) and with directory failures, it keeps one `PlacedReplica` per partition the metadata places here and
 answers with a `Plan`: logs to create, dirs to report in AssignReplicasToDirs, future logs to
 delete, promote or resume, local logs the metadata does not want (strays) or no longer wants
 (deletes). The shell carries the plan out on the right log dirs and reports back
@@ -22,8 +22,9 @@ from typing import Any
 import structlog
 
 from broker.core.local_logs import FoundLog, Inventory, LocalFiles, LogKind
+from broker.core.partition_state import PartitionState
 from broker.core.placement import PICK, DirView, FutureAction, LocalReplica, choose_dir, decide
-from kraftpy.image import MetadataImage, PartitionRegistration, TopicIdPartition
+from kraftpy.image import TopicIdPartition
 from protocol.uuid import Uuid, describe_directory
 
 log = structlog.get_logger("broker.replicas")
@@ -32,7 +33,7 @@ PartitionKey = tuple[Uuid, int]
 
 
 @dataclass
-class HostedReplica:
+class PlacedReplica:
     tp: TopicIdPartition
     assigned: Uuid
     """The dir the metadata assigns to this broker's replica."""
@@ -86,7 +87,7 @@ class Plan:
         )
 
 
-class HostedReplicas:
+class LogPlacement:
     def __init__(
         self,
         broker_id: int,
@@ -105,11 +106,10 @@ class HostedReplicas:
         self.offline_at_start = offline_at_start
         self.multi_dir = multi_dir
         self.inventory = inventory or Inventory()
-        self.replicas: dict[PartitionKey, HostedReplica] = {}
+        self.replicas: dict[PartitionKey, PlacedReplica] = {}
         self.unplaced: set[PartitionKey] = set()
         self.published = False
         self._counts: Counter[Uuid] = Counter()
-        self._image: MetadataImage | None = None
         self._dir_view: DirView | None = None
 
     # ---- views ---------------------------------------------------------------------------------
@@ -125,7 +125,7 @@ class HostedReplicas:
             )
         return self._dir_view
 
-    def get(self, topic_id: Uuid, partition: int) -> HostedReplica | None:
+    def get(self, topic_id: Uuid, partition: int) -> PlacedReplica | None:
         return self.replicas.get((topic_id, partition))
 
     def offline_count(self) -> int:
@@ -146,36 +146,29 @@ class HostedReplicas:
 
     # ---- metadata ------------------------------------------------------------------------------
 
-    def apply_image(
+    def apply(
         self,
-        image: MetadataImage,
-        changed: Iterable[TopicIdPartition] | None = None,
-        removed: Iterable[TopicIdPartition] = (),
+        states: Iterable[PartitionState],
+        deleted: Iterable[TopicIdPartition] = (),
+        *,
+        full: bool = False,
     ) -> Plan:
-        """Bring the replicas in line with `image`: every partition on this broker when `changed` is
-        None (the first publish), else only those given (a delta's local changes)."""
+        """Bring the replicas in line with what the metadata says of them: `states` are partitions
+        this broker hosts (every one of them when `full`, the first publish; else those that
+        changed), `deleted` those it no longer hosts."""
         plan = Plan()
-        self._image = image
         first = not self.published
-        if changed is None:
-            wanted = dict(image.topics.partitions_on_broker(self.broker_id))
-            for key in [k for k, r in self.replicas.items() if r.tp not in wanted]:
+        states = list(states)
+        if full:
+            wanted = {st.key for st in states}
+            for key in [k for k in self.replicas if k not in wanted]:
                 self._remove(self.replicas[key], plan)
-            for tp, reg in wanted.items():
-                self._update(tp, reg, plan)
-        else:
-            for tp in removed:
-                r = self.replicas.get((tp.topic_id, tp.partition))
-                if r is not None:
-                    self._remove(r, plan)
-            for tp in changed:
-                reg = image.topics.get_partition(tp.topic_id, tp.partition)
-                if reg is None or self.broker_id not in reg.replicas:
-                    r = self.replicas.get((tp.topic_id, tp.partition))
-                    if r is not None:
-                        self._remove(r, plan)
-                    continue
-                self._update(tp, reg, plan)
+        for tp in deleted:
+            r = self.replicas.get((tp.topic_id, tp.partition))
+            if r is not None:
+                self._remove(r, plan)
+        for st in states:
+            self._update(st, plan)
         if first:
             self.published = True
             # Logs on disk that the metadata does not place here, or belong to an older topic of the
@@ -190,10 +183,8 @@ class HostedReplicas:
         return plan
 
     def _claimed(self, found: FoundLog) -> bool:
-        topic = self._image.topics.get_topic(found.topic) if self._image else None
-        if topic is None or topic.id != found.topic_id:
-            return False
-        return (topic.id, found.partition) in self.replicas
+        r = self.replicas.get((found.topic_id, found.partition)) if found.topic_id is not None else None
+        return r is not None and r.tp.topic_name == found.topic
 
     def _local(self, tp: TopicIdPartition, plan: Plan) -> LocalFiles:
         files = self.inventory.partitions.get((tp.topic_name, tp.partition))
@@ -206,17 +197,17 @@ class HostedReplicas:
                 self._forget(found)
         return self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles()
 
-    def _update(self, tp: TopicIdPartition, reg: PartitionRegistration, plan: Plan) -> None:
-        key = (tp.topic_id, tp.partition)
-        assigned = reg.directory(self.broker_id)
+    def _update(self, st: PartitionState, plan: Plan) -> None:
+        tp, key = st.tp, st.key
+        assigned = st.directory
         r = self.replicas.get(key)
         if r is None:
-            r = HostedReplica(tp, assigned, None)
+            r = PlacedReplica(tp, assigned, None)
             self.replicas[key] = r
         r.tp = tp
         r.assigned = assigned
-        r.leader = reg.leader == self.broker_id
-        r.leader_epoch = reg.leader_epoch
+        r.leader = st.leader == self.broker_id
+        r.leader_epoch = st.leader_epoch
         if r.reported is not None and r.reported == assigned:
             r.reported = None
         if r.location is not None:
@@ -266,7 +257,7 @@ class HostedReplicas:
                 r.exists = True
         self._maybe_report(r, report, plan)
 
-    def _decide_existing(self, r: HostedReplica, plan: Plan) -> None:
+    def _decide_existing(self, r: PlacedReplica, plan: Plan) -> None:
         assert r.location is not None
         if r.assigned == r.location or (r.future is not None and r.assigned == r.future):
             self._set_unplaced(r.key, False)
@@ -274,7 +265,7 @@ class HostedReplicas:
         d = decide(r.assigned, LocalReplica(r.location, r.future), self.dir_view)
         self._maybe_report(r, d.report, plan)
 
-    def _maybe_report(self, r: HostedReplica, report: Uuid | None, plan: Plan) -> None:
+    def _maybe_report(self, r: PlacedReplica, report: Uuid | None, plan: Plan) -> None:
         self._set_unplaced(r.key, report is not None)
         if report is None or r.reported == report:
             return
@@ -287,7 +278,7 @@ class HostedReplicas:
         else:
             self.unplaced.discard(key)
 
-    def _set_location(self, r: HostedReplica, location: Uuid | None) -> None:
+    def _set_location(self, r: PlacedReplica, location: Uuid | None) -> None:
         if r.location == location:
             return
         if r.location is not None:
@@ -296,7 +287,7 @@ class HostedReplicas:
             self._counts[location] += 1
         r.location = location
 
-    def _remove(self, r: HostedReplica, plan: Plan) -> None:
+    def _remove(self, r: PlacedReplica, plan: Plan) -> None:
         del self.replicas[r.key]
         self._set_unplaced(r.key, False)
         self._set_location_counts_only(r)
@@ -306,7 +297,7 @@ class HostedReplicas:
         if files is not None and files.future is not None and files.future.dir_id in self.online_dirs:
             plan.delete_futures.append(files.future)
 
-    def _set_location_counts_only(self, r: HostedReplica) -> None:
+    def _set_location_counts_only(self, r: PlacedReplica) -> None:
         if r.location is not None:
             self._counts[r.location] -= 1
 
@@ -350,14 +341,14 @@ class HostedReplicas:
 
     # ---- directory failure ---------------------------------------------------------------------
 
-    def fail_dir(self, dir_id: Uuid) -> list[HostedReplica]:
+    def fail_dir(self, dir_id: Uuid) -> list[PlacedReplica]:
         """`dir_id` went offline: every replica living there is offline from now on. Returns them."""
         if dir_id not in self.online_dirs:
             return []
         self.online_dirs.discard(dir_id)
         self.failed_dirs.add(dir_id)
         self._dir_view = None
-        lost: list[HostedReplica] = []
+        lost: list[PlacedReplica] = []
         for r in self.replicas.values():
             if r.future == dir_id:
                 r.future = None

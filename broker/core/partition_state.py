@@ -7,6 +7,7 @@ carry the same values, so nothing here depends on how they were learnt.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from kraftpy.image import LocalReplicaChanges, MetadataImage, PartitionRegistration, TopicIdPartition
@@ -54,14 +55,25 @@ def local_partition_states(image: MetadataImage, broker_id: int) -> list[Partiti
     return [PartitionState.of(tp, reg, broker_id) for tp, reg in image.topics.partitions_on_broker(broker_id)]
 
 
+def partition_states(
+    image: MetadataImage, broker_id: int, tps: Iterable[TopicIdPartition]
+) -> tuple[list[PartitionState], list[TopicIdPartition]]:
+    """`tps` as `image` has them: the states of those on `broker_id`, and those no longer there."""
+    states, gone = [], []
+    for tp in tps:
+        reg = image.topics.get_partition(tp.topic_id, tp.partition)
+        if reg is None or broker_id not in reg.replicas:
+            gone.append(tp)
+        else:
+            states.append(PartitionState.of(tp, reg, broker_id))
+    return states, gone
+
+
 def changed_partition_states(
     changes: LocalReplicaChanges, image: MetadataImage, broker_id: int
 ) -> tuple[list[PartitionState], list[TopicIdPartition]]:
     """The partitions a delta changed for `broker_id` (as `image`, the delta applied, has them) and
     those it took away."""
-    states = []
-    for tp in {*changes.leaders, *changes.followers, *changes.directory_ids}:
-        reg = image.topics.get_partition(tp.topic_id, tp.partition)
-        if reg is not None and broker_id in reg.replicas:
-            states.append(PartitionState.of(tp, reg, broker_id))
-    return states, sorted(changes.deletes)
+    changed = {*changes.leaders, *changes.followers, *changes.directory_ids}
+    states, gone = partition_states(image, broker_id, changed)
+    return states, sorted({*changes.deletes, *gone})

@@ -8,17 +8,17 @@ and forwards CreateTopics / DeleteTopics to the controller.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from broker.core.partition_state import changed_partition_states, local_partition_states
+from broker.core.partition_state import PartitionState, local_partition_states
 from broker.dataplane.handlers import DataPlaneHandlers
 from broker.dataplane.host import ConfiguredLogDir, DataPlaneHost, LocalLog
 from broker.dataplane.producer_ids import ProducerIdManager
 from broker.dataplane.replica_manager import ReplicaManager
-from kraftpy.image import LocalReplicaChanges, MetadataImage, TopicIdPartition
+from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
 from protocol.rpc.broker_fetch import FETCH_SPEC, broker_api_specs
@@ -89,17 +89,20 @@ class DataPlane:
         self.replicas.update_metadata(image)
         await self.replicas.apply(local_partition_states(image, self.host.node_id), full=True)
 
-    def publish_soon(self, image: MetadataImage, changes: LocalReplicaChanges | None) -> None:
-        """Queue `image`: in full (`changes` None) or for the partitions a delta changed."""
-        if changes is None:
-            self._updates.put_nowait(lambda: self.publish(image))
-            return
-        states, deleted = changed_partition_states(changes, image, self.host.node_id)
+    def publish_soon(
+        self,
+        image: MetadataImage,
+        states: Sequence[PartitionState],
+        deleted: Sequence[TopicIdPartition],
+        *,
+        full: bool,
+    ) -> None:
+        """Queue `image` (the metadata cache) with what it says of the partitions hosted here."""
 
         async def apply() -> None:
             self.replicas.update_metadata(image)
-            if states or deleted:
-                await self.replicas.apply(states, deleted)
+            if full or states or deleted:
+                await self.replicas.apply(states, deleted, full=full)
 
         self._updates.put_nowait(apply)
 

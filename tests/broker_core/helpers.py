@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from kraftpy.image import MetadataDelta, MetadataImage
+from broker.core.log_placement import LogPlacement, Plan
+from broker.core.partition_state import local_partition_states, partition_states
+from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from protocol import metadata_records as mr
 from protocol.uuid import Uuid
 
@@ -81,3 +83,17 @@ def delta_of(base: MetadataImage, *records: object) -> MetadataDelta:
     for i, r in enumerate(records):
         delta.replay(r, base.offset + 1 + i)
     return delta
+
+
+def apply_image(
+    hosted: LogPlacement,
+    image: MetadataImage,
+    changed: Iterable[TopicIdPartition] | None = None,
+    removed: Iterable[TopicIdPartition] = (),
+) -> Plan:
+    """Feed `image` to `hosted` as the broker's metadata publisher does: every partition on BROKER
+    (`changed` None), or the partitions given."""
+    if changed is None:
+        return hosted.apply(local_partition_states(image, BROKER), removed, full=True)
+    states, gone = partition_states(image, BROKER, changed)
+    return hosted.apply(states, [*removed, *gone])

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
 
 from broker.core.assignments import AssignmentsManager
-from broker.core.hosted_replicas import HostedReplicas
 from broker.core.local_logs import classify
+from broker.core.log_placement import LogPlacement
+from broker.core.partition_state import local_partition_states, partition_states
 from broker.log_manager import LogManager
 from broker.partition_dirs import scan
 from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
+from kraftpy.image import MetadataImage, TopicIdPartition
 from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import UNASSIGNED, Uuid
@@ -34,13 +36,27 @@ class Rig:
         self.failed: list[Uuid] = []
         self.dirs = {d: LogDir(p, d, on_failure=self._failed) for d, p in zip(IDS, self.paths, strict=True)}
         found = [f for ld in self.dirs.values() for f in scan(ld)]
-        self.hosted = HostedReplicas(
+        self.hosted = LogPlacement(
             BROKER, {d: str(ld.path) for d, ld in self.dirs.items()}, inventory=classify(found)
         )
         self.assignments = AssignmentsManager(BROKER)
         self.log_manager = LogManager(
             BROKER, self.dirs, self.hosted, self.assignments, LogConfig(), now_ms=lambda: 0
         )
+
+    def publish(
+        self,
+        image: MetadataImage,
+        changed: list[TopicIdPartition] | None = None,
+        removed: Iterable[TopicIdPartition] = (),
+    ) -> None:
+        """As the broker's metadata publisher does."""
+        self.log_manager.update_metadata(image)
+        if changed is None:
+            self.log_manager.publish(local_partition_states(image, BROKER), removed, full=True)
+        else:
+            states, gone = partition_states(image, BROKER, changed)
+            self.log_manager.publish(states, [*removed, *gone])
 
     def _failed(self, ld: LogDir, exc: BaseException) -> None:
         self.failed.append(ld.dir_id)
@@ -65,7 +81,7 @@ def six() -> object:
 
 
 async def test_new_replicas_are_created_spread_and_queued_for_assignment(rig: Rig) -> None:
-    rig.log_manager.publish(six())  # type: ignore[arg-type]
+    rig.publish(six())  # type: ignore[arg-type]
     await rig.log_manager.wait_settled()
     created = {p.name: i for i, path in enumerate(rig.paths) for p in path.iterdir()}
     assert sorted(created) == [f"a-{p}" for p in range(6)]
@@ -82,7 +98,7 @@ async def test_lookups_answer_with_kafka_error_codes(rig: Rig) -> None:
         partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]),
         partition(TOPIC_A, 1, [9], [UNASSIGNED]),
     )
-    rig.log_manager.publish(image)  # type: ignore[arg-type]
+    rig.publish(image)  # type: ignore[arg-type]
     await rig.log_manager.wait_settled()
     hp = rig.log_manager.get_partition_or_error("a", 0)
     log = await hp.log()
@@ -98,7 +114,7 @@ async def test_lookups_answer_with_kafka_error_codes(rig: Rig) -> None:
 
 
 async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: Rig) -> None:
-    rig.log_manager.publish(six())  # type: ignore[arg-type]
+    rig.publish(six())  # type: ignore[arg-type]
     await rig.log_manager.wait_settled()
     logs = {p: await rig.log_manager.get_partition_or_error("a", p).log() for p in range(6)}
     victim = rig.log_manager.get_partition_or_error("a", 0).log_dir
@@ -132,7 +148,7 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
     rig.log_manager.start()
     try:
         image = image_of(topic("a", TOPIC_A), partition(TOPIC_A, 0, [BROKER], [UNASSIGNED]))
-        rig.log_manager.publish(image)  # type: ignore[arg-type]
+        rig.publish(image)  # type: ignore[arg-type]
         await rig.log_manager.wait_settled()
         names = {i: sorted(p.name for p in path.iterdir()) for i, path in enumerate(rig.paths)}
         assert any(n.startswith("a-0.") and n.endswith("-stray") for n in names[0]), names
@@ -142,7 +158,7 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
         # The replica moves to other brokers: its log is deleted.
         delta = delta_of(image, replicas_change(TOPIC_A, 0, [7, 8], [UNASSIGNED, UNASSIGNED]))
         changes = delta.local_changes(BROKER)
-        rig.log_manager.publish(delta.apply(), [], changes.deletes)
+        rig.publish(delta.apply(), [], changes.deletes)
         await rig.log_manager.wait_settled()
         assert not (rig.dirs[where].path / "a-0").exists()
         assert rig.log_manager.get_partition(TOPIC_A, 0) is None

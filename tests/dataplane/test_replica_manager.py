@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from broker.core.partition_state import PartitionState
 from broker.dataplane import DataPlane
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
 from broker.log_dir_failure import LogDirFailureChannel
@@ -393,3 +394,21 @@ async def test_gauges_on_the_metrics_registry(plane: tuple[DataPlane, Host]) -> 
     assert {"Produce", "Fetch", "ListOffsets", "Metadata", "DescribeLogDirs", "InitProducerId"} <= set(
         app[HANDLERS]
     )
+
+
+async def test_partition_states_drive_the_replica_manager_without_an_image(
+    plane: tuple[DataPlane, Host],
+) -> None:
+    """What LeaderAndIsr / StopReplica would send: new epochs, then a stopped replica."""
+    dp, _ = plane
+    t0 = dp.replicas.partitions[(TOPIC_ID, 0)].applied
+    assert t0 is not None and t0.leader_epoch == 0
+    bumped = PartitionState(
+        TOPIC_ID, "t", 0, (1, 2, 3), (1, 2, 3), leader=1, leader_epoch=5, partition_epoch=5, directory=DIR_A
+    )
+    await dp.replicas.apply([bumped])
+    assert (await fetch(dp, 0, replica=2, epoch=0)).ErrorCode == Errors.FENCED_LEADER_EPOCH
+    assert (await fetch(dp, 0, replica=2, epoch=5)).ErrorCode == 0
+    await dp.replicas.apply([], [bumped.tp])
+    assert (await produce(dp, batch([b"a"]), acks=1)).ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER
+    assert (await produce(dp, batch([b"b"]), partition=1, acks=1)).ErrorCode == 0
