@@ -14,7 +14,6 @@ SNAPSHOT_SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".part"
 DELETED_SUFFIX = ".deleted"
 QUORUM_STATE = "quorum-state"
-BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
 
 _SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
 
