@@ -53,7 +53,7 @@ from kraftpy.metalog.files import (
     partition_dir,
     snapshot_file_name,
 )
-from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_buffer_batches, iter_decoded
+from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_decoded, iter_record_batches
 from kraftpy.metalog.snapshots import (
     MAX_BATCH_BYTES,
     SnapshotContents,
@@ -572,7 +572,7 @@ class MetadataLog:
     def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[LogSegment, int, Any]]:
         """(segment, position, RecordBatch) for every batch from the one holding `from_offset`."""
         for seg, pos, chunk in self._chunks(self._log_start if from_offset is None else from_offset):
-            for rel, batch in iter_buffer_batches(chunk, seg.path):
+            for rel, batch in iter_record_batches(chunk, seg.path):
                 yield seg, pos + rel, batch
 
     def iter_decoded_batches(

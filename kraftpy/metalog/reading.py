@@ -39,7 +39,7 @@ class LogEntry(NamedTuple):
     batch: BatchInfo
 
 
-def iter_buffer_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBatch]]:
+def iter_record_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBatch]]:
     """(position, batch) for every batch in `data`, errors naming `path` and the position."""
     pos = 0
     try:
