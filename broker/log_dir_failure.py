@@ -72,6 +72,3 @@ class LogDirFailureChannel:
     def failed(self) -> Mapping[str, LogDirFailure]:
         """Every offline dir by path, in the order they failed."""
         return self._failed
-
-    def is_offline(self, dir_id: Uuid) -> bool:
-        return any(f.dir_id == dir_id for f in self._failed.values())

@@ -137,7 +137,6 @@ class LogManager:
         self._plans: asyncio.Queue[Plan] = asyncio.Queue()
         self._busy = False
         self._worker: asyncio.Task[None] | None = None
-        self.created_replicas = 0
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -177,9 +176,6 @@ class LogManager:
         if not hp.online:
             raise hp._offline_error()
         return hp
-
-    def offline_partitions(self) -> list[HostedLog]:
-        return [p for p in self.partitions.values() if not p.online]
 
     # ---- metadata ------------------------------------------------------------------------------
 
@@ -323,7 +319,6 @@ class LogManager:
                 hp = self.partitions.get((tp.topic_id, tp.partition))
                 if hp is not None:
                     hp.created.set()
-                self.created_replicas += 1
                 report = reports.get((tp.topic_id, tp.partition))
                 if report is not None:
                     self._report(tp, report)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -117,9 +117,6 @@ class DataPlane:
                 await update()
             except Exception:
                 log.exception("applying metadata to the data plane failed")
-
-    def health(self) -> dict[str, Any]:
-        return self.replicas.summary()
 
     async def _allocate_producer_ids(self) -> tuple[int, int]:
         req = AllocateProducerIdsRequest(BrokerId=self.host.node_id, BrokerEpoch=self.host.broker_epoch)

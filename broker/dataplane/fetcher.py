@@ -349,9 +349,6 @@ class ReplicaFetcherManager:
         if leader is not None and leader in self.fetchers:
             self.fetchers[leader].remove(key)
 
-    def fetching(self, key: PartitionKey) -> int | None:
-        return self._by_partition.get(key)
-
     def on_dir_failure(self, failure: LogDirFailure) -> None:
         """Stop copying into the logs of a failed dir (subscribed to the LogDirFailureChannel)."""
         for fetcher in self.fetchers.values():

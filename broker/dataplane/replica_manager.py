@@ -530,12 +530,6 @@ class ReplicaManager:
         if hp.state.follower_appended(leo, leader_hw, leader_lso):
             self.fetch_waiters.notify(hp.key)
 
-    def summary(self) -> dict[str, object]:
-        roles: dict[str, int] = {}
-        for hp in self.partitions.values():
-            roles[hp.state.role.value] = roles.get(hp.state.role.value, 0) + 1
-        return {"partitions": roles, "waiting_produces": len(self.purgatory)}
-
 
 # ---- work done on a log dir's thread ----------------------------------------------------------------
 

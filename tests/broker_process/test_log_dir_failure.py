@@ -54,8 +54,8 @@ async def test_two_concurrent_io_errors_reach_each_subscriber_once_in_order(tmp_
         assert channel.maybe_add_offline_log_dir(ld, OSError(errno.EIO, "and again")) is False
         assert [name for name, _ in calls] == ORDER
         assert {(f.path, f.dir_id) for _, f in calls} == {(str(tmp_path), dir_id)}
-        assert list(channel.failed) == [str(tmp_path)] and channel.is_offline(dir_id)
-        assert other.online and not channel.is_offline(other.dir_id)
+        assert list(channel.failed) == [str(tmp_path)] and channel.failed[str(tmp_path)].dir_id == dir_id
+        assert other.online
     finally:
         ld.close()
         other.close()
