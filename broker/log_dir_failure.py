@@ -6,8 +6,11 @@ recorded under the dir's path and handed to each subscriber exactly once, in the
 subscribed; the broker's wiring states that order in one list. A second failure of the same dir
 (two I/O errors racing on its executor) is not delivered again.
 
-Dirs unusable at startup are recorded too (`record_offline_at_start`) but delivered to no one: they
-never had replicas or a directory id here, and the startup checks have already reported them.
+Like Kafka's LogDirFailureHandler, delivery begins at `start()`, once every part has subscribed: a
+dir that fails earlier (while the broker scans its dirs or loads checkpoints) is delivered then,
+once, like any other. Dirs unusable at startup are recorded too (`record_offline_at_start`) but
+delivered to no one: they never had replicas or a directory id here, and the startup checks have
+already reported them.
 
 Everything runs on the event loop thread, as `LogDir.fail` does.
 """
@@ -41,6 +44,7 @@ class LogDirFailureChannel:
     def __init__(self) -> None:
         self._failed: dict[str, LogDirFailure] = {}
         self._subscribers: list[tuple[str, Subscriber]] = []
+        self._started = False
 
     def subscribe(self, name: str, subscriber: Subscriber) -> None:
         """Deliver every later failure to `subscriber`, after those subscribed before it."""
@@ -49,6 +53,13 @@ class LogDirFailureChannel:
     @property
     def subscribers(self) -> list[str]:
         return [name for name, _ in self._subscribers]
+
+    def start(self) -> None:
+        """Every part has subscribed: deliver the failures so far, and each later one as it comes."""
+        self._started = True
+        for failure in list(self._failed.values()):
+            if failure.log_dir is not None:
+                self._deliver(failure)
 
     def record_offline_at_start(self, path: str, reason: str) -> None:
         self._failed.setdefault(path, LogDirFailure(path, None, reason))
@@ -60,13 +71,17 @@ class LogDirFailureChannel:
             return False
         failure = LogDirFailure(path, log_dir.dir_id, repr(exc), log_dir)
         self._failed[path] = failure
+        if self._started:
+            self._deliver(failure)
+        return True
+
+    def _deliver(self, failure: LogDirFailure) -> None:
         for name, subscriber in list(self._subscribers):
             try:
                 subscriber(failure)
             except Exception:
                 # One part failing to react must not keep the failure from the parts after it.
-                log.exception("log dir failure subscriber raised", subscriber=name, path=path)
-        return True
+                log.exception("log dir failure subscriber raised", subscriber=name, path=failure.path)
 
     @property
     def failed(self) -> Mapping[str, LogDirFailure]:

@@ -163,9 +163,6 @@ class BrokerServer:
             rng=self.rng,
             leads_partitions_in_dir=placement.leads_partitions_in_dir,
         )
-        for dir_id, ld in self.log_dirs.items():
-            if not ld.online:  # failed while scanning, before anyone subscribed
-                self.lifecycle.on_dir_failure(dir_id, self.now_ms())
         self.dataplane = await self._start_dataplane()
 
         controller = cfg.controller_endpoint().url
@@ -290,6 +287,7 @@ class BrokerServer:
             broker=self._on_dir_failure,
         ):
             self.failures.subscribe(name, subscriber)
+        self.failures.start()
 
     async def _serve_http(self) -> None:
         cfg = self.cfg

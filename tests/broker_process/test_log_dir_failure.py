@@ -33,6 +33,7 @@ def wired(
         broker=recorder("broker"),
     ):
         channel.subscribe(name, subscriber)
+    channel.start()
 
 
 def eio() -> None:
@@ -71,6 +72,7 @@ async def test_a_subscriber_that_raises_does_not_keep_the_failure_from_the_rest(
 
     channel.subscribe("broken", broken)
     channel.subscribe("after", lambda _: calls.append("after"))
+    channel.start()
     ld = LogDir(tmp_path, Uuid.random(), on_failure=channel.maybe_add_offline_log_dir)
     try:
         with pytest.raises(LogDirOfflineError):
@@ -92,3 +94,18 @@ def test_dirs_offline_at_start_are_recorded_but_delivered_to_no_one() -> None:
     wired(channel, calls)
     channel.record_offline_at_start("/data/gone", "not formatted")
     assert calls == [] and channel.failed["/data/gone"].dir_id is None
+
+
+async def test_a_failure_before_start_is_delivered_once_at_start(tmp_path: Path) -> None:
+    channel = LogDirFailureChannel()
+    ld = LogDir(tmp_path, Uuid.random(), on_failure=channel.maybe_add_offline_log_dir)
+    try:
+        with pytest.raises(LogDirOfflineError):
+            await ld.run(eio)  # while the broker scans its dirs, before the parts are wired
+        calls: list[tuple[str, LogDirFailure]] = []
+        wired(channel, calls)
+        assert [name for name, _ in calls] == ORDER
+        channel.maybe_add_offline_log_dir(ld, OSError(errno.EIO, "again"))
+        assert len(calls) == len(ORDER)
+    finally:
+        ld.close()

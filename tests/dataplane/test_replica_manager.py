@@ -156,6 +156,7 @@ async def plane(tmp_path: Path) -> AsyncIterator[tuple[DataPlane, Host]]:
     # In the order the broker's wiring subscribes them.
     host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
     host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
+    host.failures.start()
     await dp.start()
     await dp.publish(host.image)
     try:
@@ -262,6 +263,7 @@ async def test_min_insync_replicas(tmp_path: Path) -> None:
     # In the order the broker's wiring subscribes them.
     host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
     host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
+    host.failures.start()
     await dp.start()
     try:
         await dp.publish(host.image)
@@ -296,6 +298,7 @@ async def test_follower_epochs_are_checked_and_divergence_is_answered(tmp_path: 
     # In the order the broker's wiring subscribes them.
     host.failures.subscribe("fetchers", dp.replicas.fetchers.on_dir_failure)
     host.failures.subscribe("replica manager", dp.replicas.on_dir_failure)
+    host.failures.start()
     await dp.start()
     try:
         await dp.publish(host.image)
