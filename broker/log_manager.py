@@ -25,10 +25,8 @@ one the metadata places elsewhere, UNKNOWN_TOPIC_OR_PARTITION otherwise.
 from __future__ import annotations
 
 import asyncio
-import functools
 import threading
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 import structlog
 
@@ -37,6 +35,7 @@ from broker.core.assignments import AssignmentsManager
 from broker.core.local_logs import FoundLog
 from broker.core.log_placement import LogPlacement, Plan
 from broker.core.partition_state import PartitionState
+from broker.hosted_log import HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
@@ -48,64 +47,6 @@ from protocol.uuid import Uuid, describe_directory
 log = structlog.get_logger("broker.log_manager")
 
 CREATE_CHUNK = 256
-
-
-class HostedLog:
-    """One partition's log hosted here: the dir it lives in, opened on first use, offline with its dir."""
-
-    def __init__(self, tp: TopicIdPartition, log_dir: LogDir | None, log_config: LogConfig) -> None:
-        self.tp = tp
-        self.log_dir = log_dir
-        self.online = log_dir is not None
-        self.log_config = log_config
-        self.created = asyncio.Event()
-        self._log: PartitionLog | None = None
-        self._lock = asyncio.Lock()
-        self.offline_reason = ""
-
-    @property
-    def path(self) -> Path | None:
-        if self.log_dir is None:
-            return None
-        return self.log_dir.path / log_dir_name(TopicPartition(self.tp.topic_name, self.tp.partition))
-
-    def _offline_error(self) -> KafkaError:
-        return KafkaError(
-            Errors.KAFKA_STORAGE_ERROR,
-            f"partition {self.tp} is offline: {self.offline_reason or 'log dir offline'}",
-        )
-
-    async def log(self) -> PartitionLog:
-        """The partition's log, opened on first use on its dir's executor."""
-        if not self.online or self.log_dir is None:
-            raise self._offline_error()
-        if self._log is not None:
-            return self._log
-        await self.created.wait()
-        async with self._lock:
-            if not self.online or self.log_dir is None:
-                raise self._offline_error()
-            if self._log is None:
-                path = self.path
-                assert path is not None
-                try:
-                    self._log = await self.log_dir.run(
-                        functools.partial(
-                            PartitionLog.open, path, topic_id=self.tp.topic_id, config=self.log_config
-                        )
-                    )
-                except LogDirOfflineError:
-                    raise self._offline_error() from None
-        return self._log
-
-    def take_log(self) -> PartitionLog | None:
-        opened, self._log = self._log, None
-        return opened
-
-    def go_offline(self, reason: str) -> PartitionLog | None:
-        self.online = False
-        self.offline_reason = reason
-        return self.take_log()
 
 
 class LogManager:
@@ -174,7 +115,7 @@ class LogManager:
                 Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {topic_image.name}-{partition}"
             )
         if not hp.online:
-            raise hp._offline_error()
+            raise hp.offline_error()
         return hp
 
     # ---- metadata ------------------------------------------------------------------------------

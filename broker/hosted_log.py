@@ -1,0 +1,76 @@
+"""HostedLog: one partition's log as the log manager holds it: the dir it lives in, opened on first use.
+
+The control plane only needs `<topic>-<p>/` and its partition.metadata; the log itself (its
+segment files) is opened the first time the data plane asks for it, on the dir's executor. When the
+dir fails the log goes offline: `log()` raises KAFKA_STORAGE_ERROR from then on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from pathlib import Path
+
+from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
+from broker.storage.dir_names import TopicPartition, log_dir_name
+from broker.storage.log_dir import LogDir
+from kraftpy.image import TopicIdPartition
+from protocol.errors import Errors, KafkaError
+
+
+class HostedLog:
+    """One partition's log hosted here: the dir it lives in, opened on first use, offline with its dir."""
+
+    def __init__(self, tp: TopicIdPartition, log_dir: LogDir | None, log_config: LogConfig) -> None:
+        self.tp = tp
+        self.log_dir = log_dir
+        self.online = log_dir is not None
+        self.log_config = log_config
+        self.created = asyncio.Event()
+        self._log: PartitionLog | None = None
+        self._lock = asyncio.Lock()
+        self.offline_reason = ""
+
+    @property
+    def path(self) -> Path | None:
+        if self.log_dir is None:
+            return None
+        return self.log_dir.path / log_dir_name(TopicPartition(self.tp.topic_name, self.tp.partition))
+
+    def offline_error(self) -> KafkaError:
+        return KafkaError(
+            Errors.KAFKA_STORAGE_ERROR,
+            f"partition {self.tp} is offline: {self.offline_reason or 'log dir offline'}",
+        )
+
+    async def log(self) -> PartitionLog:
+        """The partition's log, opened on first use on its dir's executor."""
+        if not self.online or self.log_dir is None:
+            raise self.offline_error()
+        if self._log is not None:
+            return self._log
+        await self.created.wait()
+        async with self._lock:
+            if not self.online or self.log_dir is None:
+                raise self.offline_error()
+            if self._log is None:
+                path = self.path
+                assert path is not None
+                try:
+                    self._log = await self.log_dir.run(
+                        functools.partial(
+                            PartitionLog.open, path, topic_id=self.tp.topic_id, config=self.log_config
+                        )
+                    )
+                except LogDirOfflineError:
+                    raise self.offline_error() from None
+        return self._log
+
+    def take_log(self) -> PartitionLog | None:
+        opened, self._log = self._log, None
+        return opened
+
+    def go_offline(self, reason: str) -> PartitionLog | None:
+        self.online = False
+        self.offline_reason = reason
+        return self.take_log()
