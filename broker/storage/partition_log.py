@@ -41,21 +41,15 @@ from broker.storage.errors import InconsistentTopicIdError, LogClosedError, Unex
 from broker.storage.log_config import LogConfig
 from broker.storage.producer_state import ProducerStateManager
 from kraftpy.log.batch_io import crc_matches, iter_buffer_batches, iter_file_batches
-from kraftpy.log.errors import CorruptCheckpointError, CorruptLogError, OffsetOutOfRangeError
+from kraftpy.log.errors import CorruptCheckpointError, OffsetOutOfRangeError
 from kraftpy.log.leader_epoch_checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     UNDEFINED_OFFSET,
     LeaderEpochFileCache,
 )
+from kraftpy.log.loader import load_segments, segment_files
 from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
-from kraftpy.log.segment import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    LogSegment,
-    TornTail,
-    parse_segment_file_name,
-)
+from kraftpy.log.segment import LogSegment, TornTail
 from kraftpy.storage.atomic import fsync_dir
 from protocol.errors import Errors, KafkaError
 from protocol.record_batch import BatchHeader, CorruptBatchError
@@ -189,27 +183,20 @@ class PartitionLog:
             if h.partition_leader_epoch >= 0 and (latest is None or h.partition_leader_epoch > latest):
                 cache.assign(h.partition_leader_epoch, h.base_offset, flush=False)
 
-        previous: LogSegment | None = None
-        for i, base in enumerate(bases):
-            seg = LogSegment.open_existing(self.dir, base, now_ms=now_ms, **self._segment_args())
-            self._add_segment(seg)
-            if previous is not None and base < previous.next_offset:
-                raise CorruptLogError(
-                    seg.path,
-                    0,
-                    f"segment starts at {base} but the one before ends at {previous.next_offset - 1}",
-                )
-            is_last = i == len(bases) - 1
-            recover = is_last or bases[i + 1] > recovery_point
+        def on_segment(base: int) -> None:
             self._snapshots[base] = producers.copy()
-            torn = seg.load(recover=recover, is_last=is_last, on_batch=on_batch)
-            if torn is not None:
-                self.recovery_report = torn
-            if not is_last and seg.dirty:
-                seg.on_become_inactive()  # rebuilt indexes go to disk before anything is appended
-            elif not is_last:
-                seg.close_index_handles()
-            previous = seg
+
+        segments, self.recovery_report = load_segments(
+            self.dir,
+            bases,
+            recovery_point=recovery_point,
+            on_batch=on_batch,
+            on_segment=on_segment,
+            now_ms=now_ms,
+            **self._segment_args(),
+        )
+        for seg in segments:
+            self._add_segment(seg)
         if not self._segments:
             start = max(log_start_offset, 0)
             seg = LogSegment.create(self.dir, start, now_ms=now_ms, **self._segment_args())
@@ -229,15 +216,9 @@ class PartitionLog:
     def _scan_dir(self) -> list[int]:
         """Base offsets of the segments; leftovers of interrupted writes and orphan indexes are removed."""
         names = os.listdir(self.dir)
-        bases = sorted(b for n in names if (b := parse_segment_file_name(n, LOG_SUFFIX)) is not None)
-        have = set(bases)
-        for n in names:
-            orphan = any(
-                (b := parse_segment_file_name(n, suffix)) is not None and b not in have
-                for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX)
-            )
-            if orphan or n.endswith(_TEMP_SUFFIXES):
-                (self.dir / n).unlink()
+        bases, orphans = segment_files(names)
+        for n in [*orphans, *(n for n in names if n.endswith(_TEMP_SUFFIXES))]:
+            (self.dir / n).unlink()
         return bases
 
     def _add_segment(self, seg: LogSegment) -> None:

@@ -34,14 +34,9 @@ from kraftpy.log.leader_epoch_checkpoint import (
     read_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
+from kraftpy.log.loader import load_segments, segment_files
 from kraftpy.log.partition_metadata import PARTITION_METADATA_FILE, format_partition_metadata
-from kraftpy.log.segment import (
-    INDEX_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    LogSegment,
-    TornTail,
-    parse_segment_file_name,
-)
+from kraftpy.log.segment import LogSegment, TornTail
 from kraftpy.metalog.checkpoints import QuorumStateData, read_quorum_state, write_quorum_state
 from kraftpy.metalog.errors import MetadataLogError
 from kraftpy.metalog.files import (
@@ -174,30 +169,11 @@ class MetadataLog:
         return self
 
     def _list_dir(self) -> tuple[list[int], list[SnapshotId], list[Path]]:
-        bases: list[int] = []
-        snaps: list[SnapshotId] = []
-        leftovers: list[Path] = []
-        indexes: list[tuple[int, Path]] = []
-        for p in self.dir.iterdir():
-            name = p.name
-            base = parse_segment_file_name(name)
-            if base is not None:
-                bases.append(base)
-                continue
-            sid = parse_snapshot_file_name(name)
-            index_base = parse_segment_file_name(name, INDEX_SUFFIX)
-            if index_base is None:
-                index_base = parse_segment_file_name(name, TIME_INDEX_SUFFIX)
-            if sid is not None:
-                snaps.append(sid)
-            elif name.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX, ".tmp")):
-                leftovers.append(p)
-            elif index_base is not None:
-                indexes.append((index_base, p))
-        have = set(bases)
-        # An index without its segment would be taken for the index of a new segment at that offset.
-        leftovers += [p for base, p in indexes if base not in have]
-        return sorted(bases), sorted(snaps), leftovers
+        names = [p.name for p in self.dir.iterdir()]
+        bases, orphans = segment_files(names)
+        snaps = sorted(sid for n in names if (sid := parse_snapshot_file_name(n)) is not None)
+        partial = [n for n in names if n.endswith((PARTIAL_SUFFIX, DELETED_SUFFIX, ".tmp"))]
+        return bases, snaps, [self.dir / n for n in [*partial, *orphans]]
 
     def _recover(self) -> None:
         bases, snaps, leftovers = self._list_dir()
@@ -219,44 +195,26 @@ class MetadataLog:
         checkpoint = read_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT_FILE)
         scanned: list[EpochEntry] = []
         batches = 0
-        now = _now_ms()
-        seg: LogSegment | None = None
-        expected = 0
 
-        def on_batch(pos: int, h: BatchHeader) -> None:
-            nonlocal batches, expected
-            assert seg is not None
-            # The segment only checks that offsets grow; a Raft log has no gaps either.
-            if h.base_offset != expected:
-                raise CorruptLogError(
-                    seg.path, pos, f"batch starts at offset {h.base_offset}, expected {expected}"
-                )
-            expected = h.next_offset
+        def on_batch(_pos: int, h: BatchHeader) -> None:
+            nonlocal batches
             batches += 1
             if not scanned or h.partition_leader_epoch > scanned[-1].epoch:
                 scanned.append(EpochEntry(h.partition_leader_epoch, h.base_offset))
 
-        torn: TornTail | None = None
-        for i, base in enumerate(bases):
-            seg = LogSegment.open_existing(
-                self.dir, base, now_ms=now, read_only=self.read_only, **_SEGMENT_ARGS
-            )
-            self._segments.append(seg)
-            if i > 0:
-                prev = self._segments[i - 1]
-                if prev.next_offset != base:
-                    raise CorruptLogError(
-                        seg.path,
-                        0,
-                        f"segment starts at offset {base} but the previous one ends at {prev.next_offset}",
-                    )
-            expected = base
-            is_last = i == len(bases) - 1
-            torn = seg.load(recover=True, is_last=is_last, on_batch=on_batch)
-            if not is_last:
-                # Every batch is checked on each open, so an older segment's indexes need no fsync
-                # here; only their write handles go.
-                seg.close_index_handles()
+        # Every batch is checked on each open (no recovery point is kept), and a Raft log has no
+        # gaps between offsets.
+        segments, torn = load_segments(
+            self.dir,
+            bases,
+            recovery_point=None,
+            on_batch=on_batch,
+            contiguous=True,
+            read_only=self.read_only,
+            now_ms=_now_ms(),
+            **_SEGMENT_ARGS,
+        )
+        self._segments.extend(segments)
         if torn is not None:
             self._handle_torn_tail(torn)
 
