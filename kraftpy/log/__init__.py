@@ -3,9 +3,10 @@
 Record batch v2 segments with their `.index` and `.timeindex` (segment, indexes, batch_io), opening
 them after a crash with torn-tail recovery (loader, segment), the files beside the segments
 (leader-epoch-checkpoint, partition.metadata, the checkpoint-file format) and one set of errors.
-Everything here is sync file code; its owner runs it
-off the event loop: a broker on each log dir's own executor (broker.storage.LogDir), the controller
-on the metadata log's thread (kraftpy.metalog.GroupCommitLog).
+
+Everything here is sync file code; its owner runs it off the event loop: a broker on each log dir's
+own executor (broker.storage.LogDir), the controller on the metadata log's thread
+(kraftpy.metalog.GroupCommitLog).
 
 Built on it: broker.storage.PartitionLog (producer state, retention, the per-dir executor) and
 kraftpy.metalog.MetadataLog (snapshots, quorum-state, group commit).
