@@ -4,6 +4,9 @@
 - `log-start-offset-checkpoint`: each partition's log start offset;
 - `recovery-point-offset-checkpoint`: offsets below which each log was fsynced, so recovery on
   open only needs to check what lies above.
+
+The file format is kraftpy.log.checkpoint_file's; these files hold many partitions of one log dir,
+so they stay with the broker (the metadata log checks every batch on open and keeps none).
 """
 
 from __future__ import annotations

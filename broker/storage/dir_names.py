@@ -1,5 +1,7 @@
 """Names of partition dirs inside a log dir (Kafka's LocalLog / UnifiedLog naming).
 
+Broker-only: the metadata log has one fixed dir and never moves, deletes or strays it.
+
 - `<topic>-<partition>`: a partition's log;
 - `<topic>-<partition>.<32 hex>-future`: the copy being built by an intra-broker move (KIP-113);
 - `<topic>-<partition>.<32 hex>-delete`: a log being deleted (the topic part may be cut short so the

@@ -18,6 +18,9 @@ concurrent/futures/thread.py), so a broker holding a stuck thread must halt with
 flushing its logs rather than return from main.
 
 `on_failure` and `fail` run on the event loop thread.
+
+Broker-only: the controller runs its metadata log on one thread of its own (GroupCommitLog) and
+stops on a disk error instead of failing a dir.
 """
 
 from __future__ import annotations

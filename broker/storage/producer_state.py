@@ -8,7 +8,8 @@ must not be older than the producer's (INVALID_PRODUCER_EPOCH). A producer whose
 from the log (retention) is forgotten, after which any sequence is accepted again, as in Kafka.
 Batches copied by followers update the state without these checks: the leader made them.
 
-The state is rebuilt from batch headers when a log is opened; nothing here touches a disk.
+The state is rebuilt from batch headers when a log is opened; nothing here touches a disk. It stays
+beside PartitionLog rather than in kraftpy.log: the metadata log has no producers.
 """
 
 from __future__ import annotations
