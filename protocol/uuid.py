@@ -143,18 +143,6 @@ def random_directory_id(taken: set[Uuid] | frozenset[Uuid] = frozenset()) -> Uui
             return u
 
 
-def directory_is_online(directory: Uuid, online_dirs: list[Uuid] | tuple[Uuid, ...] | frozenset[Uuid]) -> bool:
-    """DirectoryId.isOnline: UNASSIGNED and MIGRATING are online, LOST is not; a broker
-    registered without directories (before JBOD's metadata.version) has every dir online."""
-    if directory in (UNASSIGNED, MIGRATING):
-        return True
-    if directory == LOST:
-        return False
-    if not online_dirs:
-        return True
-    return directory in online_dirs
-
-
 def describe_directory(directory: Uuid) -> str:
     """A readable name: the reserved ones by name, others as their text."""
     return RESERVED_DIRECTORY_NAMES.get(directory, str(directory))

@@ -1,8 +1,8 @@
 """The broker's answer to Metadata, from its MetadataImage (Kafka's KRaftMetadataCache), sans-IO.
 
 Per partition: leader, leader epoch, replicas, ISR, the replicas that cannot serve (KIP-112's
-OfflineReplicas, by reference 7.8: broker missing, fenced, without this listener, or the replica's
-directory not among the broker's online dirs) and each replica's assigned directory id
+OfflineReplicas: broker without this listener, or offline by the one rule the controller uses too,
+kraftpy.metadata.replicas) and each replica's assigned directory id
 (kraftpy's tagged ReplicaDirectories). Brokers are the unfenced ones with this listener.
 Topics are never created on a Metadata request.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from kraftpy.image import MetadataImage, PartitionRegistration, TopicImage
 from kraftpy.image.cluster import ClusterImage
-from kraftpy.image.configs import ConfigResourceType
+from kraftpy.metadata import ConfigResourceType, is_replica_online
 from protocol.errors import Errors
 from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.uuid import Uuid
@@ -21,9 +21,9 @@ M = MetadataResponse
 
 def replica_offline(cluster: ClusterImage, reg: PartitionRegistration, broker_id: int, listener: str) -> bool:
     broker = cluster.brokers.get(broker_id)
-    if broker is None or broker.fenced or broker.listener(listener) is None:
+    if broker is None or broker.listener(listener) is None:
         return True
-    return not broker.has_online_dir(reg.directory(broker_id))
+    return not is_replica_online(cluster.brokers, reg, broker_id)
 
 
 def offline_replicas(cluster: ClusterImage, reg: PartitionRegistration, listener: str) -> list[int]:

@@ -7,14 +7,9 @@ Beyond Kafka's checks, a broker may only join an ISR while its replica's directo
 from __future__ import annotations
 
 from controller.core.context import ControllerManagers
-from controller.core.partition_registration import (
-    LEADER_RECOVERED,
-    LEADER_RECOVERING,
-    NO_LEADER_CHANGE,
-    PartitionRegistration,
-)
 from controller.core.replication_control import OperationView
 from controller.core.result import ControllerResult
+from kraftpy.metadata import NO_LEADER_CHANGE, LeaderRecoveryState, PartitionRegistration
 from protocol.errors import Errors
 from protocol.framing import ApiMessageAndVersion
 from protocol.rpc.alter_partition import AlterPartitionRequest, AlterPartitionResponse
@@ -31,10 +26,12 @@ def _ineligible(
             return broker_id
         if broker_epoch != -1 and broker_epoch != r.epoch:
             return broker_id
-        if broker_id not in partition.isr:
-            directory = partition.directory(broker_id)
-            if directory is not None and not r.directory_online(directory):
-                return broker_id
+        if (
+            broker_id not in partition.isr
+            and broker_id in partition.replicas
+            and not r.directory_online(partition.directory(broker_id))
+        ):
+            return broker_id
     return None
 
 
@@ -58,9 +55,12 @@ def _check(
     members = [b for b, _ in new_isr]
     if any(b not in partition.replicas for b in members) or partition.leader not in members:
         return Errors.INVALID_REQUEST
-    if p.LeaderRecoveryState == LEADER_RECOVERING and len(members) > 1:
+    if p.LeaderRecoveryState == LeaderRecoveryState.RECOVERING and len(members) > 1:
         return Errors.INVALID_REQUEST
-    if partition.leader_recovery_state == LEADER_RECOVERED and p.LeaderRecoveryState == LEADER_RECOVERING:
+    if (
+        partition.leader_recovery_state == LeaderRecoveryState.RECOVERED
+        and p.LeaderRecoveryState == LeaderRecoveryState.RECOVERING
+    ):
         return Errors.INVALID_REQUEST
     if _ineligible(m, partition, new_isr) is not None:
         return Errors.INELIGIBLE_REPLICA if version > 1 else Errors.OPERATION_NOT_ATTEMPTED

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from controller.core.feature_control import ZkMigrationState
 from controller.core.metadata_version import FEATURE_NAME, MV_3_3_IV0, MV_3_4_IV0, MV_3_6_IV1
 from controller.core.result import ControllerResult
+from kraftpy.metadata import ZkMigrationState
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import (
     AbortTransactionRecord,

@@ -6,9 +6,7 @@ import logging
 from typing import Any
 
 from controller.core.broker_heartbeat import BrokerControlState, HeartbeatInputs
-from controller.core.broker_registration import BrokerRegistration
 from controller.core.context import ControllerManagers
-from controller.core.feature_control import ZkMigrationState
 from controller.core.metadata_version import (
     FEATURE_NAME,
     MV_3_0_IV1,
@@ -18,6 +16,7 @@ from controller.core.metadata_version import (
 )
 from controller.core.replication_control import OperationView
 from controller.core.result import ControllerResult
+from kraftpy.metadata import BrokerRegistration, ZkMigrationState
 from protocol.errors import Errors, KafkaError
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import RegisterBrokerRecord

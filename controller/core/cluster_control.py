@@ -8,34 +8,15 @@ every online directory id maps to the one broker that owns it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from controller.core.broker_heartbeat import BrokerControlState, BrokerHeartbeatManager
-from controller.core.broker_registration import BrokerRegistration, Endpoint, FeatureRange
 from controller.core.feature_control import FeatureControlManager
 from controller.core.placement import UsableBroker, default_dir
+from kraftpy.metadata import BrokerRegistration, ControllerRegistration
+from kraftpy.metadata.registration import sorted_dirs
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerRegistration:
-    id: int
-    incarnation_id: Uuid
-    zk_migration_ready: bool
-    listeners: tuple[Endpoint, ...]
-    supported_features: tuple[tuple[str, FeatureRange], ...]
-
-
-def _endpoints(record: Any) -> tuple[Endpoint, ...]:
-    return tuple(Endpoint(e.Name, e.Host, e.Port, e.SecurityProtocol) for e in record.EndPoints)
-
-
-def _features(record: Any) -> tuple[tuple[str, FeatureRange], ...]:
-    return tuple(
-        (f.Name, FeatureRange(f.MinSupportedVersion, f.MaxSupportedVersion)) for f in record.Features
-    )
 
 
 class ClusterControlManager:
@@ -55,21 +36,9 @@ class ClusterControlManager:
     def replay_register_broker(self, record: Any, offset: int) -> None:
         broker_id = record.BrokerId
         existing = self.registrations.get(broker_id)
-        directories = tuple(record.LogDirs or ())
-        self._move_directories(broker_id, existing.directories if existing else (), directories)
-        self.registrations[broker_id] = BrokerRegistration(
-            id=broker_id,
-            epoch=record.BrokerEpoch,
-            incarnation_id=record.IncarnationId,
-            listeners=_endpoints(record),
-            supported_features=_features(record),
-            rack=record.Rack,
-            fenced=record.Fenced,
-            in_controlled_shutdown=record.InControlledShutdown,
-            is_migrating_zk_broker=record.IsMigratingZkBroker,
-            directories=directories,
-            registered_directories=frozenset(directories),
-        )
+        registration = BrokerRegistration.from_record(record)
+        self._move_directories(broker_id, existing.directories if existing else (), registration.directories)
+        self.registrations[broker_id] = registration
         self.register_broker_record_offsets[broker_id] = offset
         if existing is None or existing.incarnation_id != record.IncarnationId:
             self.heartbeats.remove(broker_id)
@@ -103,7 +72,7 @@ class ClusterControlManager:
         # An empty LogDirs means "unchanged" (older versions cannot carry the field at all).
         log_dirs = getattr(record, "LogDirs", None)
         if log_dirs:
-            directories = tuple(log_dirs)
+            directories = sorted_dirs(log_dirs)
             self._move_directories(record.BrokerId, registration.directories, directories)
             changes["directories"] = directories
         self.registrations[record.BrokerId] = registration.with_changes(**changes)
@@ -117,13 +86,7 @@ class ClusterControlManager:
         self.registrations[record.Id] = registration.with_changes(fenced=False)
 
     def replay_register_controller(self, record: Any) -> None:
-        self.controllers[record.ControllerId] = ControllerRegistration(
-            id=record.ControllerId,
-            incarnation_id=record.IncarnationId,
-            zk_migration_ready=record.ZkMigrationReady,
-            listeners=_endpoints(record),
-            supported_features=_features(record),
-        )
+        self.controllers[record.ControllerId] = ControllerRegistration.from_record(record)
 
     def _registration_for_epoch(self, broker_id: int, epoch: int, what: str) -> BrokerRegistration:
         registration = self.registrations.get(broker_id)

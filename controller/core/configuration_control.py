@@ -2,22 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
+from kraftpy.metadata import ConfigResourceType
 from protocol.errors import Errors, KafkaError
-
-
-class ConfigResourceType(enum.IntEnum):
-    """Kafka's ConfigResource.Type ids as written in ConfigRecord.ResourceType."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
-
 
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
 

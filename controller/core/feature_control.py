@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 from controller.core.metadata_version import FEATURE_NAME, MV_3_0_IV1
-
-
-class ZkMigrationState(enum.IntEnum):
-    NONE = 0
-    MIGRATION = 1
-    PRE_MIGRATION = 2
-    POST_MIGRATION = 3
+from kraftpy.metadata import ZkMigrationState
 
 
 class FeatureControlManager:

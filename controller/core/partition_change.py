@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Self
 
 from controller.core.metadata_version import MV_3_2_IV0, MV_3_6_IV0, MV_3_7_IV2, partition_record_version
-from controller.core.partition_registration import LEADER_RECOVERING, NO_LEADER, PartitionRegistration
+from kraftpy.metadata import NO_LEADER, LeaderRecoveryState, PartitionRegistration
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import PartitionChangeRecord
 from protocol.uuid import MIGRATING, Uuid
@@ -122,7 +122,7 @@ class PartitionChangeBuilder:
         if unclean:
             fields["Isr"] = [leader]
             if mv >= MV_3_2_IV0:
-                fields["LeaderRecoveryState"] = LEADER_RECOVERING
+                fields["LeaderRecoveryState"] = LeaderRecoveryState.RECOVERING.value
         elif isr and isr != p.isr:
             fields["Isr"] = list(isr)
             if (

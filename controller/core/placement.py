@@ -12,8 +12,8 @@ import random
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from controller.core.broker_registration import BrokerRegistration
 from controller.core.metadata_version import is_directory_assignment_supported
+from kraftpy.metadata import BrokerRegistration
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import MIGRATING, UNASSIGNED, Uuid
 

@@ -1,14 +1,14 @@
 """Read-only answers: DescribeCluster and Metadata, from the controller's own state.
 
 A replica is offline (OfflineReplicas) when its broker is missing or fenced, or its directory is
-not online on that broker (KIP-858 "Metadata caching", as in broker_registration).
+not online on that broker: the one rule brokers answer by too (kraftpy.metadata.replicas).
 """
 
 from __future__ import annotations
 
 from controller.core.context import ControllerManagers
-from controller.core.partition_registration import NO_LEADER, PartitionRegistration
 from controller.core.replication_control import TopicControlInfo
+from kraftpy.metadata import NO_LEADER, offline_replicas
 from protocol.errors import Errors
 from protocol.rpc.describe_cluster import (
     ENDPOINT_TYPE_CONTROLLER,
@@ -19,15 +19,6 @@ from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.uuid import Uuid
 
 M = MetadataResponse
-
-
-def offline_replicas(m: ControllerManagers, partition: PartitionRegistration) -> list[int]:
-    out = []
-    for b, d in zip(partition.replicas, partition.directories, strict=True):
-        r = m.cluster.registration(b)
-        if r is None or r.fenced or not r.directory_online(d):
-            out.append(b)
-    return out
 
 
 def describe_cluster(
@@ -73,7 +64,7 @@ def _topic(m: ControllerManagers, info: TopicControlInfo) -> M.MetadataResponseT
                 LeaderEpoch=p.leader_epoch,
                 ReplicaNodes=list(p.replicas),
                 IsrNodes=list(p.isr),
-                OfflineReplicas=offline_replicas(m, p),
+                OfflineReplicas=offline_replicas(m.cluster.registrations, p),
                 ReplicaDirectories=list(p.directories),
             )
         )

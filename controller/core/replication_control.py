@@ -19,14 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from controller.core.broker_registration import BrokerRegistration
 from controller.core.cluster_control import ClusterControlManager
 from controller.core.configuration_control import ConfigurationControlManager
 from controller.core.feature_control import FeatureControlManager
 from controller.core.metadata_version import MV_3_3_IV2, MV_3_3_IV3
 from controller.core.partition_change import Election, LeaderAcceptor, PartitionChangeBuilder
-from controller.core.partition_registration import NO_LEADER, PartitionRegistration
 from controller.core.placement import default_dir
+from kraftpy.metadata import NO_LEADER, BrokerRegistration, PartitionRegistration
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import BrokerRegistrationChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord
 from protocol.uuid import Uuid

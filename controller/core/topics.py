@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 
-from controller.core.configuration_control import ConfigResourceType, validate_topic_config
+from controller.core.configuration_control import validate_topic_config
 from controller.core.context import ControllerManagers
 from controller.core.metadata_version import partition_record_version
-from controller.core.partition_registration import LEADER_RECOVERED, NO_LEADER
 from controller.core.placement import StripedReplicaPlacer, default_dir
 from controller.core.replication_control import OperationView
 from controller.core.result import ControllerResult
+from kraftpy.metadata import NO_LEADER, ConfigResourceType, LeaderRecoveryState
 from protocol.errors import Errors, KafkaError
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
@@ -167,7 +167,7 @@ def _create_topic(
             "RemovingReplicas": [],
             "AddingReplicas": [],
             "Leader": leader,
-            "LeaderRecoveryState": LEADER_RECOVERED,
+            "LeaderRecoveryState": LeaderRecoveryState.RECOVERED.value,
             "LeaderEpoch": 0,
             "PartitionEpoch": 0,
         }

@@ -3,22 +3,36 @@
 `MetadataImage` is immutable (start from `MetadataImage.EMPTY`); `MetadataDelta(image)` takes
 records through `replay` and gives the next image from `apply`. Controller, brokers, the tools and
 the Spark job all build their view of the cluster this way and only this way. No I/O here.
+The values it holds (registrations, partitions) are kraftpy.metadata's, re-exported here for the
+image's readers.
 """
 
-from kraftpy.image.cluster import BrokerRegistration, ClusterImage, ControllerRegistration, Endpoint
-from kraftpy.image.configs import ConfigResource, ConfigResourceType, ConfigurationsImage
+from kraftpy.image.cluster import ClusterImage
+from kraftpy.image.configs import ConfigResource, ConfigurationsImage
 from kraftpy.image.delta import MetadataDelta, OpenTransaction
 from kraftpy.image.errors import (
     InvalidReplicaDirectoriesError,
     MetadataReplayError,
     UnknownMetadataRecordError,
 )
-from kraftpy.image.features import METADATA_VERSION, FeaturesImage, ZkMigrationState
+from kraftpy.image.features import METADATA_VERSION, FeaturesImage
 from kraftpy.image.image import MetadataImage, MetadataProvenance
-from kraftpy.image.partition import NO_LEADER, NO_LEADER_CHANGE, LeaderRecoveryState, PartitionRegistration
 from kraftpy.image.producer_ids import ProducerIdsImage
-from kraftpy.image.replicas import is_acceptable_leader, is_replica_online, offline_replicas
 from kraftpy.image.topics import LocalReplicaChanges, TopicIdPartition, TopicImage, TopicsImage
+from kraftpy.metadata import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    BrokerRegistration,
+    ConfigResourceType,
+    ControllerRegistration,
+    Endpoint,
+    LeaderRecoveryState,
+    PartitionRegistration,
+    ZkMigrationState,
+    is_acceptable_leader,
+    is_replica_online,
+    offline_replicas,
+)
 
 __all__ = [
     "METADATA_VERSION",

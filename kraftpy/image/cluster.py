@@ -1,19 +1,19 @@
 """Registered brokers and controllers (Kafka's ClusterImage / ClusterDelta).
 
-A broker registration carries its online log directories (LogDirs, sorted as Kafka keeps them);
-an empty list means the broker registered before JBOD's metadata.version, and then every
-directory counts as online (protocol.uuid.directory_is_online).
+The registrations themselves, and when a replica on a broker counts as online, are the shared
+model's (kraftpy.metadata); this module only keeps them by id and replays records into them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from kraftpy.image.errors import MetadataReplayError
-from protocol.uuid import Uuid, directory_is_online
+from kraftpy.metadata import BrokerRegistration, ControllerRegistration, MetadataReplayError
+from kraftpy.metadata.registration import sorted_dirs
+from protocol.uuid import Uuid
 
 # BrokerRegistrationChangeRecord.Fenced
 FENCING_UNFENCE = -1
@@ -22,100 +22,6 @@ FENCING_FENCE = 1
 # BrokerRegistrationChangeRecord.InControlledShutdown
 CONTROLLED_SHUTDOWN_NONE = 0
 CONTROLLED_SHUTDOWN_IN = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    name: str
-    host: str
-    port: int
-    security_protocol: int
-
-
-@dataclass(frozen=True, slots=True)
-class VersionRange:
-    min_version: int
-    max_version: int
-
-
-# Listeners and features are keyed by name (maps in Kafka): kept sorted so equal registrations
-# compare equal whatever order a record listed them in.
-def _endpoints(raw: Iterable[Any] | None) -> tuple[Endpoint, ...]:
-    eps = (Endpoint(e.Name, e.Host, e.Port, e.SecurityProtocol) for e in raw or ())
-    return tuple(sorted(eps, key=lambda e: e.name))
-
-
-def _features(raw: Iterable[Any] | None) -> tuple[tuple[str, VersionRange], ...]:
-    feats = ((f.Name, VersionRange(f.MinSupportedVersion, f.MaxSupportedVersion)) for f in raw or ())
-    return tuple(sorted(feats, key=lambda f: f[0]))
-
-
-@dataclass(frozen=True, slots=True)
-class BrokerRegistration:
-    id: int
-    epoch: int
-    incarnation_id: Uuid
-    listeners: tuple[Endpoint, ...] = ()
-    supported_features: tuple[tuple[str, VersionRange], ...] = ()
-    rack: str | None = None
-    fenced: bool = True
-    in_controlled_shutdown: bool = False
-    is_migrating_zk_broker: bool = False
-    directories: tuple[Uuid, ...] = ()
-
-    @classmethod
-    def from_record(cls, rec: Any) -> BrokerRegistration:
-        return cls(
-            id=rec.BrokerId,
-            epoch=rec.BrokerEpoch,
-            incarnation_id=rec.IncarnationId,
-            listeners=_endpoints(rec.EndPoints),
-            supported_features=_features(rec.Features),
-            rack=rec.Rack,
-            fenced=bool(rec.Fenced),
-            in_controlled_shutdown=bool(getattr(rec, "InControlledShutdown", False)),
-            is_migrating_zk_broker=bool(getattr(rec, "IsMigratingZkBroker", False)),
-            directories=tuple(sorted(getattr(rec, "LogDirs", None) or ())),
-        )
-
-    def has_online_dir(self, directory: Uuid) -> bool:
-        """DirectoryId.isOnline against this registration's LogDirs."""
-        return directory_is_online(directory, self.directories)
-
-    def listener(self, name: str) -> Endpoint | None:
-        return next((e for e in self.listeners if e.name == name), None)
-
-    @property
-    def state(self) -> str:
-        """fenced, controlled_shutdown or unfenced, as the tools print it."""
-        if self.fenced:
-            return "fenced"
-        if self.in_controlled_shutdown:
-            return "controlled_shutdown"
-        return "unfenced"
-
-    def is_active(self) -> bool:
-        """ClusterControlManager.isActive: may lead partitions (unfenced and not shutting down)."""
-        return not self.fenced and not self.in_controlled_shutdown
-
-
-@dataclass(frozen=True, slots=True)
-class ControllerRegistration:
-    id: int
-    incarnation_id: Uuid
-    zk_migration_ready: bool = False
-    listeners: tuple[Endpoint, ...] = ()
-    supported_features: tuple[tuple[str, VersionRange], ...] = ()
-
-    @classmethod
-    def from_record(cls, rec: Any) -> ControllerRegistration:
-        return cls(
-            id=rec.ControllerId,
-            incarnation_id=rec.IncarnationId,
-            zk_migration_ready=bool(rec.ZkMigrationReady),
-            listeners=_endpoints(rec.EndPoints),
-            supported_features=_features(rec.Features),
-        )
 
 
 @dataclass(frozen=True)
@@ -129,6 +35,10 @@ class ClusterImage:
         return not self.brokers and not self.controllers
 
     def broker(self, broker_id: int) -> BrokerRegistration | None:
+        return self.brokers.get(broker_id)
+
+    def get(self, broker_id: int, /) -> BrokerRegistration | None:
+        """Lets the replica rule (kraftpy.metadata.replicas) look brokers up here directly."""
         return self.brokers.get(broker_id)
 
     def broker_epoch(self, broker_id: int) -> int:
@@ -211,7 +121,7 @@ class ClusterDelta:
             )
         log_dirs = getattr(rec, "LogDirs", None)
         # an empty LogDirs means "no change"
-        directories = tuple(sorted(log_dirs)) if log_dirs else None
+        directories = sorted_dirs(log_dirs) if log_dirs else None
         self._change(rec.BrokerId, rec.BrokerEpoch, fencing[f], shutdown[s], directories)
 
     def replay_register_controller(self, rec: Any) -> None:

@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import IntEnum
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
-
-
-class ConfigResourceType(IntEnum):
-    """ConfigResource.Type ids as ConfigRecord.ResourceType carries them."""
-
-    UNKNOWN = 0
-    TOPIC = 2
-    BROKER = 4
-    BROKER_LOGGER = 8
-    CLIENT_METRICS = 16
-    GROUP = 32
 
 
 class ConfigResource(NamedTuple):

@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from kraftpy.image.cluster import ClusterDelta
-from kraftpy.image.configs import ConfigResource, ConfigResourceType, ConfigurationsDelta
+from kraftpy.image.configs import ConfigResource, ConfigurationsDelta
 from kraftpy.image.errors import MetadataReplayError, UnknownMetadataRecordError
 from kraftpy.image.features import FeaturesDelta
 from kraftpy.image.image import MetadataImage, MetadataProvenance
@@ -26,6 +26,7 @@ from kraftpy.image.opaque import (
 )
 from kraftpy.image.producer_ids import ProducerIdsDelta
 from kraftpy.image.topics import LocalReplicaChanges, TopicsDelta
+from kraftpy.metadata import ConfigResourceType
 
 TRANSACTION_RECORDS = frozenset({"BeginTransactionRecord", "EndTransactionRecord", "AbortTransactionRecord"})
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftpy.image.cluster import BrokerRegistration, Endpoint
 from kraftpy.image.image import MetadataImage
-from kraftpy.image.replicas import offline_replicas
+from kraftpy.metadata import BrokerRegistration, Endpoint, offline_replicas
 from protocol.uuid import describe_directory
 
 

@@ -2,21 +2,9 @@
 
 from __future__ import annotations
 
+from kraftpy.metadata.errors import InvalidReplicaDirectoriesError, MetadataReplayError
 
-class MetadataReplayError(Exception):
-    """A record that cannot be applied to the current image (unknown topic, stale broker epoch...).
-
-    Replay is the only way state changes, so such a record means the log and the image disagree:
-    the controller treats it as fatal, the tools report it with the record's offset.
-    """
-
-    def __init__(self, message: str, offset: int | None = None) -> None:
-        super().__init__(message if offset is None else f"{message} (record at offset {offset})")
-        self.offset = offset
-
-
-class InvalidReplicaDirectoriesError(MetadataReplayError):
-    """Kafka's InvalidReplicaDirectoriesException: a Directories list not aligned with Replicas."""
+__all__ = ["InvalidReplicaDirectoriesError", "MetadataReplayError", "UnknownMetadataRecordError"]
 
 
 class UnknownMetadataRecordError(MetadataReplayError):

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import IntEnum
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from kraftpy.image.errors import MetadataReplayError
+from kraftpy.metadata import MetadataReplayError, ZkMigrationState
 
 METADATA_VERSION = "metadata.version"
 KRAFT_VERSION = "kraft.version"
@@ -21,16 +20,6 @@ KRAFT_VERSION = "kraft.version"
 MV_MIGRATION = 8  # 3.4-IV0: ZkMigrationStateRecord
 MV_CONTROLLER_REGISTRATION = 15  # 3.7-IV0: RegisterControllerRecord
 MV_DIRECTORY_ASSIGNMENT = 17  # 3.7-IV2: JBOD, Directories and LogDirs
-
-
-class ZkMigrationState(IntEnum):
-    """ZkMigrationStateRecord values (3.5 and later numbering)."""
-
-    NONE = 0
-    MIGRATION = 1
-    PRE_MIGRATION = 2
-    POST_MIGRATION = 3
-    ZK = 4
 
 
 def _frozen(d: Mapping[str, int]) -> Mapping[str, int]:

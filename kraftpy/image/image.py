@@ -9,10 +9,10 @@ from kraftpy.image.cluster import ClusterImage
 from kraftpy.image.configs import ConfigurationsImage
 from kraftpy.image.features import FeaturesImage, ZkMigrationState
 from kraftpy.image.opaque import RecordStoreImage
-from kraftpy.image.partition import PartitionRegistration
 from kraftpy.image.producer_ids import ProducerIdsImage
-from kraftpy.image.replicas import offline_replicas
 from kraftpy.image.topics import TopicIdPartition, TopicsImage
+from kraftpy.metadata.partition import PartitionRegistration
+from kraftpy.metadata.replicas import offline_replicas
 from protocol.uuid import Uuid
 
 if TYPE_CHECKING:

@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, NamedTuple
 
-from kraftpy.image.errors import MetadataReplayError
-from kraftpy.image.partition import PartitionRegistration
+from kraftpy.metadata import MetadataReplayError, PartitionRegistration
 from protocol.uuid import Uuid
 
 

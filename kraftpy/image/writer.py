@@ -16,8 +16,8 @@ from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion, default_version
 
 if TYPE_CHECKING:
-    from kraftpy.image.cluster import BrokerRegistration, ControllerRegistration
     from kraftpy.image.image import MetadataImage
+    from kraftpy.metadata.registration import BrokerRegistration, ControllerRegistration
 
 
 class _Writer:

@@ -11,10 +11,9 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from controller.core import ControllerConfig, ControllerResult, QuorumControllerCore
-from controller.core.broker_registration import BrokerRegistration
 from controller.core.metadata_version import LATEST_PRODUCTION
 from controller.core.partition_change import Election
-from controller.core.partition_registration import PartitionRegistration
+from kraftpy.metadata import BrokerRegistration, PartitionRegistration
 from protocol.framing import ApiMessageAndVersion, decode_record, encode_record
 from protocol.rpc.alter_partition import AlterPartitionRequest
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from controller.core.metadata_version import MV_3_4_IV0, MV_3_7_IV2, MV_3_9_IV0
 from controller.core.partition_change import Election, PartitionChangeBuilder
-from controller.core.partition_registration import PartitionRegistration
+from kraftpy.metadata import PartitionRegistration
 from protocol.metadata_records import PartitionChangeRecord
 from protocol.uuid import MIGRATING, UNASSIGNED, Uuid
 

@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from controller.core.broker_registration import BrokerRegistration
 from controller.core.metadata_version import MV_3_6_IV1, MV_3_9_IV0
 from controller.core.placement import StripedReplicaPlacer, UsableBroker, default_dir
+from kraftpy.metadata import BrokerRegistration
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import MIGRATING, UNASSIGNED, Uuid
 

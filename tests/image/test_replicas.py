@@ -1,4 +1,4 @@
-"""Local changes for a broker, offline replicas (KIP-858 rules as coded), leaderless and by-directory views."""
+"""Local changes for a broker, offline replicas (the one rule of kraftpy.metadata.replicas), leaderless and by-directory views."""
 
 from __future__ import annotations
 
@@ -50,12 +50,18 @@ def test_offline_replicas_follow_kip_858_rules() -> None:
         img, mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=0, Directories=[DIR_1A, LOST, DIR_3A])
     )
     assert img3.offline_replicas("a", 0) == [2]
-    # UNASSIGNED counts as online
+    # UNASSIGNED counts as online on a broker registered with one dir (or none)...
     img4 = replay(
+        img,
+        mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=0, Directories=[DIR_1A, UNASSIGNED, UNASSIGNED]),
+    )
+    assert img4.offline_replicas("a", 0) == []
+    # ...and offline on one registered with several, until it is placed (docs/kip-deviations.md)
+    img4b = replay(
         img,
         mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=0, Directories=[UNASSIGNED, DIR_2A, DIR_3A]),
     )
-    assert img4.offline_replicas("a", 0) == []
+    assert img4b.offline_replicas("a", 0) == [1]
     # fenced and missing brokers
     img5 = replay(img, change(2, 20, fenced=1), mr.UnregisterBrokerRecord(BrokerId=3, BrokerEpoch=30))
     assert img5.offline_replicas("a", 0) == [2, 3]

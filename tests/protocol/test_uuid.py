@@ -13,7 +13,6 @@ from protocol.uuid import (
     InvalidUuidError,
     Uuid,
     describe_directory,
-    directory_is_online,
     random_directory_id,
 )
 
@@ -64,11 +63,6 @@ def test_ordering_is_signed_msb_then_lsb() -> None:
     assert Uuid.from_longs(0, -1) < Uuid.from_longs(0, 1)
 
 
-def test_directory_online_rules() -> None:
-    a, b = Uuid.random(), Uuid.random()
-    assert directory_is_online(UNASSIGNED, [a]) and directory_is_online(MIGRATING, [a])
-    assert not directory_is_online(LOST, [a])
-    assert directory_is_online(a, [a, b]) and not directory_is_online(b, [a])
-    # A registration without directories (before JBOD's metadata.version) counts every dir online.
-    assert directory_is_online(b, [])
+def test_reserved_directories_are_described_by_name() -> None:
+    a = Uuid.random()
     assert describe_directory(LOST) == "LOST" and describe_directory(a) == str(a)

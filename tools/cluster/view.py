@@ -181,7 +181,7 @@ def build_view(
     partitions: list[PartitionView] = []
     offset = -1
     if image is not None:
-        from kraftpy.image.replicas import offline_replicas
+        from kraftpy.metadata.replicas import offline_replicas
 
         offset = image.offset
         for tp, reg in image.topics.partitions():

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftpy.image import (
+from kraftpy.metadata import (
     InvalidReplicaDirectoriesError,
     LeaderRecoveryState,
     PartitionRegistration,

@@ -1,8 +1,8 @@
 """One partition's registration, as the metadata log describes it (Kafka's PartitionRegistration).
 
-Built from a PartitionRecord and moved forward by PartitionChangeRecords. Directories are
-index-aligned with Replicas; a record written before directory tracking (no Directories, or an
-empty list) means every replica is MIGRATING.
+Built from a PartitionRecord and moved forward by PartitionChangeRecords; the controller and the
+image both hold these. Directories are index-aligned with Replicas; a record written before
+directory tracking (no Directories, or an empty list) means every replica is MIGRATING.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-from kraftpy.image.errors import InvalidReplicaDirectoriesError, MetadataReplayError
+from kraftpy.metadata.errors import InvalidReplicaDirectoriesError, MetadataReplayError
 from protocol.uuid import MIGRATING, Uuid
 
 NO_LEADER = -1
@@ -40,13 +40,9 @@ def _recovery_state(value: int) -> LeaderRecoveryState:
         raise MetadataReplayError(f"invalid LeaderRecoveryState {value}") from None
 
 
-def _all_migrating(n: int) -> tuple[Uuid, ...]:
-    return (MIGRATING,) * n
-
-
 def _directories(replicas: tuple[int, ...], directories: Sequence[Uuid] | None, rec: Any) -> tuple[Uuid, ...]:
     if not directories:
-        return _all_migrating(len(replicas))
+        return (MIGRATING,) * len(replicas)
     if len(directories) != len(replicas):
         raise InvalidReplicaDirectoriesError(
             f"{type(rec).__name__} for {rec.TopicId}-{rec.PartitionId} has {len(directories)} "
@@ -56,7 +52,8 @@ def _directories(replicas: tuple[int, ...], directories: Sequence[Uuid] | None, 
 
 
 class PartitionRegistration(NamedTuple):
-    """Immutable; a tuple because replay makes one per PartitionChangeRecord."""
+    """Immutable; a tuple because replay makes one per PartitionRecord and PartitionChangeRecord,
+    and a tuple is the cheapest immutable value to build (100,000 partitions replay at startup)."""
 
     replicas: tuple[int, ...]
     directories: tuple[Uuid, ...]
@@ -141,10 +138,6 @@ class PartitionRegistration(NamedTuple):
         raise ValueError(
             f"broker {broker_id} holds no replica of this partition (replicas {list(self.replicas)})"
         )
-
-    def has_directory_assignments(self) -> bool:
-        """Whether any replica has a directory other than MIGRATING."""
-        return any(d != MIGRATING for d in self.directories)
 
     def to_record_fields(self, version: int) -> dict[str, Any]:
         """PartitionRecord field values at `version` (Directories from v1, ELR from v2)."""
