@@ -70,8 +70,10 @@ Role = Literal["broker", "controller"]
 
 
 @dataclass(frozen=True)
-class Endpoint:
-    """A listener: `NAME://host:port`. An empty host means every interface."""
+class ListenerSpec:
+    """A listener as configured: `NAME://host:port`. An empty host means every interface.
+
+    Not kraftpy.metadata.Endpoint: a registration's endpoint also carries its security protocol."""
 
     name: str
     host: str
@@ -118,9 +120,9 @@ def _host_port(text: str, what: str) -> tuple[str, int]:
     return host, port
 
 
-def parse_listeners(value: str | None) -> list[Endpoint]:
+def parse_listeners(value: str | None) -> list[ListenerSpec]:
     """Parse `NAME://host:port,...` (Kafka's listener syntax); names must be unique."""
-    out: list[Endpoint] = []
+    out: list[ListenerSpec] = []
     for item in _parse_list(value or ""):
         name, sep, rest = item.partition("://")
         if not sep or not name:
@@ -129,7 +131,7 @@ def parse_listeners(value: str | None) -> list[Endpoint]:
         name = name.upper()
         if any(e.name == name for e in out):
             raise ValueError(f"listener name {name} is given twice")
-        out.append(Endpoint(name, host, port))
+        out.append(ListenerSpec(name, host, port))
     return out
 
 
@@ -363,18 +365,18 @@ class KafkaConfig(BaseModel):
         return sorted({*self.log_dir_list, self.metadata_log_dir_path})
 
     @property
-    def listener_list(self) -> list[Endpoint]:
+    def listener_list(self) -> list[ListenerSpec]:
         return parse_listeners(self.listeners)
 
     @property
-    def advertised_listener_list(self) -> list[Endpoint]:
+    def advertised_listener_list(self) -> list[ListenerSpec]:
         """advertised.listeners, or listeners when unset; controller listeners are never advertised by brokers."""
         if self.advertised_listeners is not None:
             return parse_listeners(self.advertised_listeners)
         controller = set(self.controller_listener_names or [])
         return [e for e in self.listener_list if e.name not in controller or not self.is_broker]
 
-    def listener(self, name: str) -> Endpoint:
+    def listener(self, name: str) -> ListenerSpec:
         for e in self.listener_list:
             if e.name == name.upper():
                 return e

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from kraftpy.config import ConfigError, Endpoint, KafkaConfig, QuorumVoter, load_config
+from kraftpy.config import ConfigError, KafkaConfig, ListenerSpec, QuorumVoter, load_config
 
 BASE = """\
 process.roles=broker,controller
@@ -89,9 +89,12 @@ def test_log_dir_used_when_log_dirs_unset() -> None:
 
 def test_listener_and_voter_helpers(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, BASE))
-    assert cfg.listener_list == [Endpoint("PLAINTEXT", "127.0.0.1", 9092), Endpoint("CONTROLLER", "", 9093)]
+    assert cfg.listener_list == [
+        ListenerSpec("PLAINTEXT", "127.0.0.1", 9092),
+        ListenerSpec("CONTROLLER", "", 9093),
+    ]
     assert cfg.listener("controller").url == "http://127.0.0.1:9093"
-    assert cfg.advertised_listener_list == [Endpoint("PLAINTEXT", "127.0.0.1", 9092)]
+    assert cfg.advertised_listener_list == [ListenerSpec("PLAINTEXT", "127.0.0.1", 9092)]
     assert cfg.quorum_voters == [QuorumVoter(1, "127.0.0.1", 9093), QuorumVoter(2, "::1", 9094)]
     assert cfg.controller_endpoint() == QuorumVoter(1, "127.0.0.1", 9093)
     assert cfg.controller_endpoint(2).url == "http://[::1]:9094"
