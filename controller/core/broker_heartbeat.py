@@ -98,11 +98,6 @@ class BrokerHeartbeatManager:
         if state.controlled_shutdown_offset < 0:
             state.controlled_shutdown_offset = offset
 
-    def clear_controlled_shutdown(self, broker_id: int) -> None:
-        state = self._brokers.get(broker_id)
-        if state is not None:
-            state.controlled_shutdown_offset = -1
-
     def session_valid(self, broker_id: int, now_ms: int) -> bool:
         return self.track(broker_id).last_contact_ms + self.session_timeout_ms >= now_ms
 

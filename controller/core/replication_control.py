@@ -206,9 +206,6 @@ class ReplicationControlManager:
     def partitions_with_isr_member(self, broker_id: int) -> list[TopicIdPartition]:
         return list(self._isr.get(broker_id, ()))
 
-    def partitions_led_by(self, broker_id: int) -> list[TopicIdPartition]:
-        return list(self._leaders.get(broker_id, ()))
-
     def leaderless_partitions(self) -> list[TopicIdPartition]:
         return list(self._leaderless)
 

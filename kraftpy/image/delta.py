@@ -103,11 +103,6 @@ class MetadataDelta:
             self._stores[area] = delta
         return delta
 
-    @property
-    def topics_delta(self) -> TopicsDelta | None:
-        """The topics sub-delta if any record touched topics (for brokers' local_changes)."""
-        return self._topics
-
     def local_changes(self, broker_id: int) -> LocalReplicaChanges:
         return LocalReplicaChanges() if self._topics is None else self._topics.local_changes(broker_id)
 
