@@ -33,11 +33,15 @@ def _ints(values: Iterable[int] | None) -> tuple[int, ...]:
     return () if values is None else tuple(values)
 
 
+# A dict lookup, not LeaderRecoveryState(value): an enum call costs more than the rest of a replay.
+_RECOVERY_STATES = {int(s): s for s in LeaderRecoveryState}
+
+
 def _recovery_state(value: int) -> LeaderRecoveryState:
-    try:
-        return LeaderRecoveryState(value)
-    except ValueError:
-        raise MetadataReplayError(f"invalid LeaderRecoveryState {value}") from None
+    state = _RECOVERY_STATES.get(value)
+    if state is None:
+        raise MetadataReplayError(f"invalid LeaderRecoveryState {value}")
+    return state
 
 
 def _directories(replicas: tuple[int, ...], directories: Sequence[Uuid] | None, rec: Any) -> tuple[Uuid, ...]:
@@ -72,17 +76,17 @@ class PartitionRegistration(NamedTuple):
         """A PartitionRecord's registration; Directories missing or empty means all MIGRATING."""
         replicas = _ints(rec.Replicas)
         return cls(
-            replicas=replicas,
-            directories=_directories(replicas, getattr(rec, "Directories", None), rec),
-            isr=_ints(rec.Isr),
-            removing_replicas=_ints(rec.RemovingReplicas),
-            adding_replicas=_ints(rec.AddingReplicas),
-            leader=rec.Leader,
-            leader_recovery_state=_recovery_state(rec.LeaderRecoveryState),
-            leader_epoch=rec.LeaderEpoch,
-            partition_epoch=rec.PartitionEpoch,
-            elr=_ints(getattr(rec, "EligibleLeaderReplicas", None)),
-            last_known_elr=_ints(getattr(rec, "LastKnownElr", None)),
+            replicas,
+            _directories(replicas, rec.Directories, rec),
+            _ints(rec.Isr),
+            _ints(rec.RemovingReplicas),
+            _ints(rec.AddingReplicas),
+            rec.Leader,
+            _recovery_state(rec.LeaderRecoveryState),
+            rec.LeaderEpoch,
+            rec.PartitionEpoch,
+            _ints(rec.EligibleLeaderReplicas),
+            _ints(rec.LastKnownElr),
         )
 
     def merge(self, rec: Any) -> PartitionRegistration:
@@ -92,7 +96,7 @@ class PartitionRegistration(NamedTuple):
         names a leader, even the current one.
         """
         replicas = self.replicas if rec.Replicas is None else tuple(rec.Replicas)
-        new_dirs = getattr(rec, "Directories", None)
+        new_dirs = rec.Directories
         if new_dirs is not None:
             directories = _directories(replicas, new_dirs, rec)
         elif replicas == self.replicas:
@@ -108,8 +112,8 @@ class PartitionRegistration(NamedTuple):
         else:
             leader_epoch = self.leader_epoch + 1
         lrs = rec.LeaderRecoveryState
-        elr = getattr(rec, "EligibleLeaderReplicas", None)
-        last_known_elr = getattr(rec, "LastKnownElr", None)
+        elr = rec.EligibleLeaderReplicas
+        last_known_elr = rec.LastKnownElr
         return PartitionRegistration(
             replicas,
             directories,
