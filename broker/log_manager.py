@@ -77,6 +77,8 @@ class LogManager:
         self.image: MetadataImage | None = None
         self._plans: asyncio.Queue[Plan] = asyncio.Queue()
         self._busy = False
+        self._settled = asyncio.Event()
+        self._settled.set()
         self._worker: asyncio.Task[None] | None = None
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -138,6 +140,7 @@ class LogManager:
         self._sync_partitions(plan, None if full else [st.tp for st in states])
         if not plan.is_empty():
             self._plans.put_nowait(plan)
+            self._settled.clear()
         self.on_change()
 
     def _sync_partitions(self, plan: Plan, changed: Iterable[TopicIdPartition] | None) -> None:
@@ -192,11 +195,12 @@ class LogManager:
                 log.exception("replica plan failed")
             finally:
                 self._busy = False
+                if self._plans.empty():
+                    self._settled.set()
                 self.on_change()
 
     async def wait_settled(self) -> None:
-        while not self.settled:
-            await asyncio.sleep(0.01)
+        await self._settled.wait()
 
     async def _on_dir(self, dir_id: Uuid, fn: Callable[..., object], *args: object) -> object | None:
         ld = self.log_dirs.get(dir_id)
