@@ -25,14 +25,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from controller.core import alter_partition as _alter_partition
-from controller.core import assign_replicas as _assign
-from controller.core import bootstrap as _bootstrap
-from controller.core import broker_lifecycle as _lifecycle
-from controller.core import elections as _elections
-from controller.core import producer_ids as _producer_ids
-from controller.core import queries as _queries
-from controller.core import topics as _topics
+import controller.core.alter_partition as _alter_partition
+import controller.core.assign_replicas as _assign
+import controller.core.bootstrap as _bootstrap
+import controller.core.broker_lifecycle as _lifecycle
+import controller.core.elections as _elections
+import controller.core.producer_ids as _producer_ids
+import controller.core.queries as _queries
+import controller.core.topics as _topics
 from controller.core.context import ControllerConfig, ControllerManagers
 from controller.core.partition_change import Election
 from controller.core.replication_control import TopicIdPartition
@@ -255,7 +255,8 @@ class QuorumControllerCore:
         self, req: AllocateProducerIdsRequest, version: int
     ) -> ControllerResult[AllocateProducerIdsResponse]:
         return self._run(
-            "AllocateProducerIds", lambda: _producer_ids.allocate_producer_ids(self.m, req, version)
+            "AllocateProducerIds",
+            lambda: _producer_ids.allocate_producer_ids(self.m.cluster, self.m.producer_ids, req, version),
         )
 
     def elect_leaders(

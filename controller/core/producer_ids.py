@@ -11,7 +11,7 @@ from protocol.metadata_records import ProducerIdsRecord
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 
 if TYPE_CHECKING:
-    from controller.core.context import ControllerManagers
+    from controller.core.cluster_control import ClusterControlManager
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 _MAX_INT64 = 2**63 - 1
@@ -35,11 +35,13 @@ class ProducerIdControlManager:
 
 
 def allocate_producer_ids(
-    m: ControllerManagers, req: AllocateProducerIdsRequest, version: int
+    cluster: ClusterControlManager,
+    ids: ProducerIdControlManager,
+    req: AllocateProducerIdsRequest,
+    version: int,
 ) -> ControllerResult[AllocateProducerIdsResponse]:
     """The next block of PRODUCER_ID_BLOCK_SIZE ids, as one ProducerIdsRecord."""
-    m.cluster.check_broker_epoch(req.BrokerId, req.BrokerEpoch)
-    ids = m.producer_ids
+    cluster.check_broker_epoch(req.BrokerId, req.BrokerEpoch)
     if ids.exhausted():
         raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, "Exhausted all producerIds.")
     start = ids.next_producer_id
