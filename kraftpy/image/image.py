@@ -11,6 +11,15 @@ from kraftpy.image.features import FeaturesImage, ZkMigrationState
 from kraftpy.image.opaque import RecordStoreImage
 from kraftpy.image.producer_ids import ProducerIdsImage
 from kraftpy.image.topics import TopicIdPartition, TopicsImage
+from kraftpy.image.writer import (
+    ImageWriter,
+    write_cluster,
+    write_configs,
+    write_features,
+    write_producer_ids,
+    write_record_store,
+    write_topics,
+)
 from kraftpy.metadata.partition import PartitionRegistration
 from kraftpy.metadata.replicas import offline_replicas
 from protocol.uuid import Uuid
@@ -99,9 +108,21 @@ class MetadataImage:
 
     def write(self, metadata_version: int | None = None) -> list[ApiMessageAndVersion]:
         """The image as records, metadata.version first: what a snapshot holds."""
-        from kraftpy.image.writer import write_image
-
-        return write_image(self, metadata_version)
+        mv = metadata_version if metadata_version is not None else self.features.metadata_version
+        if mv is None:
+            if self.is_empty():
+                return []
+            raise ValueError("the image has no metadata.version, so no record versions can be chosen")
+        w = ImageWriter(mv)
+        write_features(w, self.features)
+        write_cluster(w, self.cluster)
+        write_topics(w, self.topics)
+        write_configs(w, self.configs)
+        write_record_store(w, self.client_quotas)
+        write_producer_ids(w, self.producer_ids)
+        for store in (self.acls, self.scram, self.delegation_tokens):
+            write_record_store(w, store)
+        return w.records
 
 
 MetadataImage.EMPTY = MetadataImage()

@@ -4,7 +4,8 @@ Order follows Kafka: features (metadata.version first, since it decides how late
 read), cluster, topics, configs, client quotas, producer ids, ACLs, SCRAM, delegation tokens.
 Each record is written at the version the image's metadata.version calls for; what that version
 cannot express (directories below 3.7-IV2, controllers below 3.7-IV0) is left out, as Kafka's
-ImageWriterOptions does by default.
+ImageWriterOptions does by default. MetadataImage.write calls one function here per area, in that
+order, so this module needs the areas but never the image that holds them.
 """
 
 from __future__ import annotations
@@ -16,11 +17,18 @@ from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion, default_version
 
 if TYPE_CHECKING:
-    from kraftpy.image.image import MetadataImage
+    from kraftpy.image.cluster import ClusterImage
+    from kraftpy.image.configs import ConfigurationsImage
+    from kraftpy.image.features import FeaturesImage
+    from kraftpy.image.opaque import RecordStoreImage
+    from kraftpy.image.producer_ids import ProducerIdsImage
+    from kraftpy.image.topics import TopicsImage
     from kraftpy.metadata.registration import BrokerRegistration, ControllerRegistration
 
 
-class _Writer:
+class ImageWriter:
+    """Collects one image's records, each at the version its metadata.version calls for."""
+
     def __init__(self, metadata_version: int) -> None:
         self.mv = metadata_version
         self.records: list[ApiMessageAndVersion] = []
@@ -82,49 +90,49 @@ def _controller_fields(c: ControllerRegistration) -> dict[str, Any]:
     }
 
 
-def write_image(image: MetadataImage, metadata_version: int | None = None) -> list[ApiMessageAndVersion]:
-    mv = metadata_version if metadata_version is not None else image.features.metadata_version
-    if mv is None:
-        if image.is_empty():
-            return []
-        raise ValueError("the image has no metadata.version, so no record versions can be chosen")
-    w = _Writer(mv)
-
-    w.add(mr.FeatureLevelRecord, Name=METADATA_VERSION, FeatureLevel=mv)
-    for name, level in image.features.finalized_versions.items():
+def write_features(w: ImageWriter, features: FeaturesImage) -> None:
+    w.add(mr.FeatureLevelRecord, Name=METADATA_VERSION, FeatureLevel=w.mv)
+    for name, level in features.finalized_versions.items():
         w.add(mr.FeatureLevelRecord, Name=name, FeatureLevel=level)
-    if mv >= MV_MIGRATION:
-        w.add(mr.ZkMigrationStateRecord, ZkMigrationState=int(image.features.zk_migration_state))
+    if w.mv >= MV_MIGRATION:
+        w.add(mr.ZkMigrationStateRecord, ZkMigrationState=int(features.zk_migration_state))
 
+
+def write_cluster(w: ImageWriter, cluster: ClusterImage) -> None:
     broker_version = w.version(mr.RegisterBrokerRecord)
-    for b in image.cluster.brokers.values():
+    for b in cluster.brokers.values():
         w.add(mr.RegisterBrokerRecord, **_broker_fields(b, broker_version))
-    if mv >= MV_CONTROLLER_REGISTRATION:
-        for c in image.cluster.controllers.values():
+    if w.mv >= MV_CONTROLLER_REGISTRATION:
+        for c in cluster.controllers.values():
             w.add(mr.RegisterControllerRecord, **_controller_fields(c))
 
+
+def write_topics(w: ImageWriter, topics: TopicsImage) -> None:
     partition_version = w.version(mr.PartitionRecord)
-    for name in sorted(image.topics.topics_by_name):
-        topic = image.topics.topics_by_name[name]
+    for name in sorted(topics.topics_by_name):
+        topic = topics.topics_by_name[name]
         w.add(mr.TopicRecord, Name=topic.name, TopicId=topic.id)
         for pid in sorted(topic.partitions):
             fields = topic.partitions[pid].to_record_fields(partition_version)
             w.add(mr.PartitionRecord, PartitionId=pid, TopicId=topic.id, **fields)
 
-    for (rtype, rname), configs in image.configs.resources.items():
-        for key, value in configs.items():
+
+def write_configs(w: ImageWriter, configs: ConfigurationsImage) -> None:
+    for (rtype, rname), values in configs.resources.items():
+        for key, value in values.items():
             w.add(mr.ConfigRecord, ResourceType=rtype, ResourceName=rname, Name=key, Value=value)
 
-    for rec in image.client_quotas.records.values():
-        w.add_record(rec)
-    if image.producer_ids.next_producer_id >= 0:
+
+def write_producer_ids(w: ImageWriter, producer_ids: ProducerIdsImage) -> None:
+    if producer_ids.next_producer_id >= 0:
         w.add(
             mr.ProducerIdsRecord,
             BrokerId=-1,
             BrokerEpoch=-1,
-            NextProducerId=image.producer_ids.next_producer_id,
+            NextProducerId=producer_ids.next_producer_id,
         )
-    for store in (image.acls, image.scram, image.delegation_tokens):
-        for rec in store.records.values():
-            w.add_record(rec)
-    return w.records
+
+
+def write_record_store(w: ImageWriter, store: RecordStoreImage) -> None:
+    for rec in store.records.values():
+        w.add_record(rec)
