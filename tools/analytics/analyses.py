@@ -1,8 +1,10 @@
 """Analyses over the state tables: leaderless time, recovery after dir failures, balance, record mix.
 
-A replica is offline (KIP-858, as shipped Kafka codes it) when its broker is unregistered or fenced,
-or when its directory is not online for the broker: LOST, or missing from a non-empty LogDirs list.
-UNASSIGNED and MIGRATING count as online, and so does every dir of a registration with no LogDirs.
+A replica is offline when its broker is unregistered or fenced, or when its directory is not online
+for the broker, by the rule of kraftpy.metadata (BrokerRegistration.directory_online) written as
+Spark columns: LOST is offline; every dir of a registration with no LogDirs is online, and so is
+one in its LogDirs; UNASSIGNED and MIGRATING are online only on a broker registered with at most
+one dir; anything else is offline.
 """
 
 from __future__ import annotations
@@ -123,10 +125,10 @@ def recovery(dir_failures: DataFrame, recovery_parts: DataFrame) -> DataFrame:
     return out.orderBy("failure_seq", "broker_id", "directory")
 
 
-def _dir_online(directory: Column, log_dirs: Column) -> Column:
-    return (
-        directory.isin(MIGRATING, UNASSIGNED)
-        | ((directory != LOST) & ((F.size(log_dirs) == 0) | F.array_contains(log_dirs, directory)))
+def _dir_online(directory: Column, log_dirs: Column, registered_dir_count: Column) -> Column:
+    unplaced_ok = directory.isin(MIGRATING, UNASSIGNED) & (F.coalesce(registered_dir_count, F.lit(0)) <= 1)
+    return (directory != LOST) & (
+        (F.size(log_dirs) == 0) | F.array_contains(log_dirs, directory) | unplaced_ok
     )
 
 
@@ -137,17 +139,21 @@ def dir_balance(replica_dirs: DataFrame, partitions: DataFrame, brokers: DataFra
         "topic_id", "partition_id", F.col("leader").alias("cur_leader")
     )
     b = brokers.filter(F.col("end_seq").isNull()).select(
-        F.col("broker_id").alias("b_id"), F.col("log_dirs").alias("b_dirs"), F.col("state").alias("broker_state")
+        F.col("broker_id").alias("b_id"), F.col("log_dirs").alias("b_dirs"), F.col("state").alias("broker_state"),
+        F.col("registered_dir_count").alias("b_registered"),
     )
     df = cur.join(leaders, ["topic_id", "partition_id"], "left").join(b, cur.broker_id == b.b_id, "left")
     return (
-        df.groupBy("broker_id", "directory", "broker_state", "b_dirs")
+        df.groupBy("broker_id", "directory", "broker_state", "b_dirs", "b_registered")
         .agg(
             F.count("*").alias("replicas"),
             F.sum((F.col("cur_leader") == F.col("broker_id")).cast("int")).alias("leaders"),
         )
-        .withColumn("online", F.coalesce(_dir_online(F.col("directory"), F.col("b_dirs")), F.lit(False)))
-        .drop("b_dirs")
+        .withColumn(
+            "online",
+            F.coalesce(_dir_online(F.col("directory"), F.col("b_dirs"), F.col("b_registered")), F.lit(False)),
+        )
+        .drop("b_dirs", "b_registered")
         .orderBy("broker_id", "directory")
     )
 
@@ -178,13 +184,13 @@ def timeline(leadership: DataFrame, replica_dirs: DataFrame, brokers: DataFrame)
     b = brokers.select(
         F.col("broker_id").alias("b_id"), F.col("seq").alias("b_start_seq"), F.col("timestamp").alias("b_start_ts"),
         F.col("end_seq").alias("b_end_seq"), F.col("end_timestamp").alias("b_end_ts"),
-        "registered", "fenced", "log_dirs",
+        "registered", "fenced", "log_dirs", "registered_dir_count",
     )
     r_end = F.coalesce(r.end_seq, F.lit(_FAR))
     b_end = F.coalesce(b.b_end_seq, F.lit(_FAR))
     overlap = r.join(b, (r.broker_id == b.b_id) & (r.start_seq < b_end) & (b.b_start_seq < r_end))
     offline = ~F.coalesce(F.col("registered"), F.lit(True)) | F.coalesce(F.col("fenced"), F.lit(False)) | ~_dir_online(
-        F.col("directory"), F.coalesce(F.col("log_dirs"), F.array().cast("array<string>"))
+        F.col("directory"), F.coalesce(F.col("log_dirs"), F.array().cast("array<string>")), F.col("registered_dir_count")
     )
     def point(seq: str, ts: str) -> Column:
         return F.struct(F.col(seq).alias("seq"), F.col(ts).alias("ts"))

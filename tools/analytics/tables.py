@@ -111,9 +111,11 @@ def broker_events(events: DataFrame) -> DataFrame:
     cols = [
         "broker_id", "seq", "offset", "timestamp", "record_type", "opens_registration", "registered",
         "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs",
+        "registered_dir_count",
     ]
     null_bool, null_str, null_long = F.lit(None).cast("boolean"), F.lit(None).cast("string"), F.lit(None).cast("long")
     null_dirs = F.lit(None).cast("array<string>")
+    null_int = F.lit(None).cast("int")
     reg = _of_type(events, REGISTER_BROKER, _REGISTER_SCHEMA).select(
         F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
         F.col("type_name").alias("record_type"), F.lit(True).alias("opens_registration"),
@@ -123,6 +125,9 @@ def broker_events(events: DataFrame) -> DataFrame:
         F.coalesce("r.InControlledShutdown", F.lit(False)).alias("in_controlled_shutdown"),
         # An empty list is a registration made before directories were tracked: every dir is online.
         F.coalesce("r.LogDirs", F.array().cast("array<string>")).alias("log_dirs"),
+        # Dirs reported offline later stay registered: a broker registered with several keeps
+        # KIP-858's stricter rule for its unplaced replicas (kraftpy.metadata's registration).
+        F.size(F.coalesce("r.LogDirs", F.array().cast("array<string>"))).alias("registered_dir_count"),
     )
     change = _of_type(events, BROKER_REGISTRATION_CHANGE, _CHANGE_SCHEMA).select(
         F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
@@ -132,6 +137,7 @@ def broker_events(events: DataFrame) -> DataFrame:
         F.when(F.col("r.InControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
         # Replay reads an empty LogDirs as "no change".
         F.when(F.size("r.LogDirs") > 0, F.col("r.LogDirs")).alias("log_dirs"),
+        null_int.alias("registered_dir_count"),
     )
     legacy = [
         _of_type(events, key, _FENCE_SCHEMA).select(
@@ -139,6 +145,7 @@ def broker_events(events: DataFrame) -> DataFrame:
             F.lit(False).alias("opens_registration"), null_bool.alias("registered"),
             F.col("r.Epoch").alias("broker_epoch"), null_str.alias("incarnation_id"), null_str.alias("rack"),
             F.lit(fenced).alias("fenced"), null_bool.alias("in_controlled_shutdown"), null_dirs.alias("log_dirs"),
+            null_int.alias("registered_dir_count"),
         )
         for key, fenced in ((FENCE_BROKER, True), (UNFENCE_BROKER, False))
     ]
@@ -147,7 +154,7 @@ def broker_events(events: DataFrame) -> DataFrame:
         F.col("type_name").alias("record_type"), F.lit(True).alias("opens_registration"),
         F.lit(False).alias("registered"), null_long.alias("broker_epoch"), null_str.alias("incarnation_id"),
         null_str.alias("rack"), null_bool.alias("fenced"), null_bool.alias("in_controlled_shutdown"),
-        null_dirs.alias("log_dirs"),
+        null_dirs.alias("log_dirs"), null_int.alias("registered_dir_count"),
     )
     out = reg.select(cols)
     for df in (change, *legacy, unreg):
@@ -164,7 +171,8 @@ def brokers_table(events: DataFrame) -> DataFrame:
     )
     w = Window.partitionBy("broker_id", "registration").orderBy("seq").rowsBetween(*_RUNNING)
     carried = {c: F.last(c, ignorenulls=True).over(w) for c in (
-        "registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs")}
+        "registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs",
+        "registered_dir_count")}
     state = (
         F.when(carried["registered"] == False, "unregistered")  # noqa: E712 - a Spark column, not a bool
         .when(carried["fenced"], "fenced")
