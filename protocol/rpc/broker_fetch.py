@@ -20,6 +20,7 @@ from pydantic import Field
 
 from protocol.errors import Errors
 from protocol.rpc._bytes_field import Bytes, BytesWireMixin
+from protocol.rpc.current_leader import LeaderIdAndEpoch
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
 from protocol.rpc.types import Int8, Int16, Int32, Int64, Uuid
@@ -32,11 +33,6 @@ CONSUMER_REPLICA_ID = -1
 class EpochEndOffset(RpcMessage):
     Epoch: Int32 = -1
     EndOffset: Int64 = -1
-
-
-class LeaderIdAndEpoch(RpcMessage):
-    LeaderId: Int32 = -1
-    LeaderEpoch: Int32 = -1
 
 
 class SnapshotIdData(RpcMessage):

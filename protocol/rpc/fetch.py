@@ -12,16 +12,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from protocol.rpc._bytes_field import Bytes, BytesWireMixin
+from protocol.rpc.current_leader import LeaderIdAndEpoch
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
 from protocol.rpc.types import Int16, Int32, Int64
 
 MAX_BYTES_DEFAULT = 0x7FFFFFFF
-
-
-class LeaderIdAndEpoch(RpcMessage):
-    LeaderId: Int32 = -1
-    LeaderEpoch: Int32 = -1
 
 
 class EpochEndOffset(RpcMessage):

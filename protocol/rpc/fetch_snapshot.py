@@ -11,7 +11,8 @@ from typing import Annotated
 from pydantic import Field
 
 from protocol.rpc._bytes_field import Bytes, BytesWireMixin
-from protocol.rpc.fetch import LeaderIdAndEpoch, SnapshotIdData
+from protocol.rpc.current_leader import LeaderIdAndEpoch
+from protocol.rpc.fetch import SnapshotIdData
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
 from protocol.rpc.types import Int16, Int32, Int64

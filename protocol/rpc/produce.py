@@ -13,6 +13,7 @@ from pydantic import Field
 
 from protocol.errors import Errors
 from protocol.rpc._bytes_field import Bytes, BytesWireMixin
+from protocol.rpc.current_leader import LeaderIdAndEpoch
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
 from protocol.rpc.types import Int16, Int32, Int64
@@ -35,11 +36,6 @@ class ProduceRequest(RpcMessage):
     Acks: Int16 = ACKS_LEADER
     TimeoutMs: Int32 = 30000
     TopicData: list[TopicProduceData] = Field(default_factory=list)
-
-
-class LeaderIdAndEpoch(RpcMessage):
-    LeaderId: Int32 = -1
-    LeaderEpoch: Int32 = -1
 
 
 class ProduceResponse(RpcMessage):
