@@ -18,6 +18,10 @@ from kraftpy.metadata.registration import sorted_dirs
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid
 
+_ClusterSnapshot = tuple[
+    dict[int, BrokerRegistration], dict[int, int], dict[Uuid, int], dict[int, ControllerRegistration]
+]
+
 
 class ClusterControlManager:
     def __init__(
@@ -154,9 +158,21 @@ class ClusterControlManager:
         return BrokerControlState.UNFENCED
 
     def state(self) -> tuple[object, ...]:
+        return self.snapshot()
+
+    def snapshot(self) -> _ClusterSnapshot:
+        # Registrations are immutable: replay replaces them, so a copy of each dict suffices.
         return (
             dict(self.registrations),
             dict(self.register_broker_record_offsets),
             dict(self.directory_to_broker),
             dict(self.controllers),
         )
+
+    def restore(self, snapshot: _ClusterSnapshot) -> None:
+        (
+            self.registrations,
+            self.register_broker_record_offsets,
+            self.directory_to_broker,
+            self.controllers,
+        ) = snapshot

@@ -102,4 +102,11 @@ class ConfigurationControlManager:
         return value is not None and value.strip().lower() == "true"
 
     def state(self) -> dict[tuple[int, str], dict[str, str]]:
+        return self.snapshot()
+
+    def snapshot(self) -> dict[tuple[int, str], dict[str, str]]:
+        # One level deeper than the dict: replay changes each resource's entries in place.
         return {k: dict(v) for k, v in self.configs.items()}
+
+    def restore(self, snapshot: dict[tuple[int, str], dict[str, str]]) -> None:
+        self.configs = snapshot

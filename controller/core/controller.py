@@ -19,7 +19,6 @@ any other exception is a bug: the shell reports UNKNOWN_SERVER_ERROR and treats 
 
 from __future__ import annotations
 
-import copy
 import gc
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from controller.core.context import ControllerConfig, ControllerManagers
 from controller.core.partition_change import Election
 from controller.core.replication_control import TopicIdPartition
 from controller.core.result import ControllerResult
+from controller.core.revertible import Revertible
 from protocol import metadata_records as mr
 from protocol.errors import KafkaError
 from protocol.framing import ApiMessageAndVersion
@@ -86,7 +86,7 @@ class QuorumControllerCore:
     def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.m = ControllerManagers.create(config)
-        self._transaction_start: tuple[int, dict[str, Any]] | None = None
+        self._transaction_start: tuple[int, list[tuple[Revertible[Any], Any]]] | None = None
         self.last_replayed_offset = -1
         m = self.m
         handlers: dict[type, Callable[[Any, int], None]] = {
@@ -137,15 +137,17 @@ class QuorumControllerCore:
         return offset
 
     # Metadata transactions: an aborted one leaves the state as it was at its Begin record.
-    _REPLICATED = ("features", "cluster", "configs", "replication", "producer_ids")
+    def _replicated(self) -> tuple[Revertible[Any], ...]:
+        """Every manager whose state records build; heartbeat sessions are not among them."""
+        m = self.m
+        return (m.features, m.cluster, m.configs, m.replication, m.producer_ids)
 
     def _replay_begin_transaction(self, record: Any, offset: int) -> None:
         if self._transaction_start is not None:
             raise ValueError(
                 f"BeginTransactionRecord at offset {offset} inside the transaction begun at {self._transaction_start[0]}"
             )
-        saved = {name: self._copy_replicated(getattr(self.m, name)) for name in self._REPLICATED}
-        self._transaction_start = (offset, saved)
+        self._transaction_start = (offset, [(mgr, mgr.snapshot()) for mgr in self._replicated()])
 
     def _replay_end_transaction(self, record: Any, offset: int) -> None:
         if self._transaction_start is None:
@@ -155,19 +157,9 @@ class QuorumControllerCore:
     def _replay_abort_transaction(self, record: Any, offset: int) -> None:
         if self._transaction_start is None:
             raise ValueError(f"AbortTransactionRecord at offset {offset} without a transaction")
-        for name, saved in self._transaction_start[1].items():
-            getattr(self.m, name).__dict__.update(saved)
+        for mgr, snapshot in self._transaction_start[1]:
+            mgr.restore(snapshot)
         self._transaction_start = None
-
-    @staticmethod
-    def _copy_replicated(manager: Any) -> dict[str, Any]:
-        # Only the manager's own data; references to other managers stay shared.
-        shared = (ControllerManagers, ControllerConfig)
-        out = {}
-        for key, value in manager.__dict__.items():
-            is_manager = hasattr(value, "__dict__") and type(value).__module__.startswith("controller.core")
-            out[key] = value if is_manager or isinstance(value, shared) else copy.deepcopy(value)
-        return out
 
     @property
     def in_transaction(self) -> bool:

@@ -35,3 +35,9 @@ class FeatureControlManager:
 
     def state(self) -> tuple[object, ...]:
         return (dict(self.finalized), self.zk_migration_state)
+
+    def snapshot(self) -> tuple[dict[str, int], ZkMigrationState]:
+        return dict(self.finalized), self.zk_migration_state
+
+    def restore(self, snapshot: tuple[dict[str, int], ZkMigrationState]) -> None:
+        self.finalized, self.zk_migration_state = snapshot

@@ -30,6 +30,12 @@ class ProducerIdControlManager:
             )
         self.next_producer_id = record.NextProducerId
 
+    def snapshot(self) -> int:
+        return self.next_producer_id
+
+    def restore(self, snapshot: int) -> None:
+        self.next_producer_id = snapshot
+
     def exhausted(self) -> bool:
         return self.next_producer_id > _MAX_INT64 - PRODUCER_ID_BLOCK_SIZE
 

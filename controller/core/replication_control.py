@@ -40,6 +40,17 @@ class TopicControlInfo:
     partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
 
 
+_PartitionSet = dict[TopicIdPartition, None]
+_ReplicationSnapshot = tuple[
+    dict[Uuid, TopicControlInfo],
+    dict[str, Uuid],
+    dict[int, dict[Uuid, _PartitionSet]],
+    dict[int, _PartitionSet],
+    dict[int, _PartitionSet],
+    _PartitionSet,
+]
+
+
 class OperationView:
     """Partitions and broker registrations as the records an operation produced so far leave them.
 
@@ -468,6 +479,29 @@ class ReplicationControlManager:
                 self.generate_leader_and_isr_updates(
                     before.id, NO_LEADER, self.partitions_on(before.id, d), records, view
                 )
+
+    def snapshot(self) -> _ReplicationSnapshot:
+        # Partitions are immutable and shared; every dict replay changes in place is copied, the
+        # indexes keeping their insertion order so records generated after an abort come out as
+        # they would have without the transaction.
+        return (
+            {tid: TopicControlInfo(t.name, t.id, dict(t.partitions)) for tid, t in self.topics.items()},
+            dict(self.topics_by_name),
+            {b: {d: dict(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()},
+            {b: dict(tps) for b, tps in self._isr.items()},
+            {b: dict(tps) for b, tps in self._leaders.items()},
+            dict(self._leaderless),
+        )
+
+    def restore(self, snapshot: _ReplicationSnapshot) -> None:
+        (
+            self.topics,
+            self.topics_by_name,
+            self._replicas,
+            self._isr,
+            self._leaders,
+            self._leaderless,
+        ) = snapshot
 
     def state(self) -> tuple[object, ...]:
         topics = {tid: (t.name, dict(t.partitions)) for tid, t in self.topics.items()}
