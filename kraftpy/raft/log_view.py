@@ -1,0 +1,82 @@
+"""The core's view of its own log: where it starts and ends, and which epoch covers which offsets.
+
+This is Kafka's leader-epoch cache plus the latest snapshot id; the records themselves stay in the
+log, which the core reads through `LogReader` and changes only through its `Ready` outputs.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from kraftpy.raft.messages import Entry, Snapshot, SnapshotId
+
+
+class LogReader(Protocol):
+    """What the core reads from the log: records to ship to followers and the snapshot to hand out."""
+
+    def read(self, start: int, max_count: int) -> tuple[Entry, ...]: ...
+
+    def latest_snapshot(self) -> Snapshot | None: ...
+
+
+@dataclass(slots=True)
+class LogView:
+    log_start: int = 0
+    end_offset: int = 0
+    # (epoch, start offset), ascending: epoch e covers [start, next start) or up to end_offset.
+    epochs: list[tuple[int, int]] = field(default_factory=list)
+    snapshot_id: SnapshotId | None = None
+
+    @property
+    def last_epoch(self) -> int:
+        if self.epochs:
+            return self.epochs[-1][0]
+        return self.snapshot_id.Epoch if self.snapshot_id else 0
+
+    def epoch_at(self, offset: int) -> int:
+        """Epoch of the record at `offset`; the snapshot's epoch for the record just before log start."""
+        if self.snapshot_id and offset == self.snapshot_id.EndOffset - 1:
+            return self.snapshot_id.Epoch
+        starts = [s for _, s in self.epochs]
+        i = bisect.bisect_right(starts, offset) - 1
+        return self.epochs[i][0] if i >= 0 else 0
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """Kafka's endOffsetForEpoch: (largest epoch <= `epoch` in the log, offset where it ends)."""
+        for i in range(len(self.epochs) - 1, -1, -1):
+            e, _ = self.epochs[i]
+            if e <= epoch:
+                end = self.epochs[i + 1][1] if i + 1 < len(self.epochs) else self.end_offset
+                return e, end
+        if self.snapshot_id and self.snapshot_id.Epoch <= epoch:
+            return self.snapshot_id.Epoch, self.log_start
+        return -1, self.log_start
+
+    def append(self, entries: tuple[Entry, ...]) -> None:
+        for entry in entries:
+            if not self.epochs or self.epochs[-1][0] != entry.epoch:
+                self.epochs.append((entry.epoch, entry.offset))
+        if entries:
+            self.end_offset = entries[-1].offset + 1
+
+    def truncate_to(self, offset: int) -> None:
+        self.end_offset = offset
+        self.epochs = [(e, s) for e, s in self.epochs if s < offset]
+
+    def install_snapshot(self, snapshot_id: SnapshotId) -> None:
+        """A snapshot from the leader replaces the whole log."""
+        self.snapshot_id = snapshot_id
+        self.log_start = self.end_offset = snapshot_id.EndOffset
+        self.epochs = []
+
+    def delete_before(self, snapshot_id: SnapshotId) -> None:
+        """A local snapshot frees the records it covers; the epochs after it stay."""
+        self.snapshot_id = snapshot_id
+        self.log_start = snapshot_id.EndOffset
+        kept = [(e, s) for e, s in self.epochs if s >= self.log_start]
+        covering = [(e, s) for e, s in self.epochs if s < self.log_start]
+        if covering and (not kept or kept[0][1] > self.log_start) and self.end_offset > self.log_start:
+            kept.insert(0, (covering[-1][0], self.log_start))
+        self.epochs = kept
