@@ -24,7 +24,6 @@ segment, so truncating the log only replays the one segment it cuts into.
 
 from __future__ import annotations
 
-import bisect
 import os
 import shutil
 import struct
@@ -50,6 +49,7 @@ from kraftpy.log.leader_epoch_checkpoint import (
 from kraftpy.log.loader import load_segments, segment_files
 from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
 from kraftpy.log.segment import LogSegment, TornTail
+from kraftpy.log.segments import LogSegments
 from kraftpy.storage.atomic import fsync_dir
 from protocol.errors import Errors, KafkaError
 from protocol.record_batch import BatchHeader, CorruptBatchError
@@ -109,8 +109,7 @@ class PartitionLog:
         self.config = config
         self.epoch_cache = LeaderEpochFileCache(partition_dir / LEADER_EPOCH_CHECKPOINT_FILE)
         self.producers = ProducerStateManager()
-        self._segments: list[LogSegment] = []
-        self._bases: list[int] = []
+        self._segments = LogSegments(partition_dir, **self._segment_args())
         self._snapshots: dict[int, ProducerStateManager] = {}
         self._log_start_offset = 0
         self.recovery_point = 0
@@ -196,13 +195,11 @@ class PartitionLog:
             **self._segment_args(),
         )
         for seg in segments:
-            self._add_segment(seg)
+            self._segments.add(seg)
         if not self._segments:
             start = max(log_start_offset, 0)
-            seg = LogSegment.create(self.dir, start, now_ms=now_ms, **self._segment_args())
-            self._add_segment(seg)
+            self._segments.create(start, now_ms)
             self._snapshots[start] = ProducerStateManager()
-            fsync_dir(self.dir)
         self.producers = producers
         leo = self.log_end_offset
         self._log_start_offset = min(max(log_start_offset, self._segments[0].base_offset), leo)
@@ -221,10 +218,6 @@ class PartitionLog:
             (self.dir / n).unlink()
         return bases
 
-    def _add_segment(self, seg: LogSegment) -> None:
-        self._segments.append(seg)
-        self._bases.append(seg.base_offset)
-
     # ------------------------------------------------------------------ state
 
     def _check_open(self) -> None:
@@ -233,11 +226,11 @@ class PartitionLog:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[-1]
+        return self._segments.active
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._segments.active.next_offset
 
     @property
     def log_start_offset(self) -> int:
@@ -245,11 +238,11 @@ class PartitionLog:
 
     @property
     def size_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._segments.size_bytes
 
     @property
     def segment_base_offsets(self) -> list[int]:
-        return list(self._bases)
+        return self._segments.bases
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -403,20 +396,14 @@ class PartitionLog:
         now = _wall_clock_ms() if now_ms is None else now_ms
         base = self.log_end_offset if new_base is None else new_base
         old = self.active_segment
+        seg = self._segments.roll(base, now)
+        if seg is old:
+            return seg
         if old.size == 0:
-            if old.base_offset == base:
-                return old
-            old.delete()
-            self._segments.pop()
-            self._bases.pop()
-            self._snapshots.pop(old.base_offset, None)
+            self._snapshots.pop(old.base_offset, None)  # replaced, not rolled
         else:
-            old.on_become_inactive()
             self.recovery_point = max(self.recovery_point, old.next_offset)
-        seg = LogSegment.create(self.dir, base, now_ms=now, **self._segment_args())
-        self._add_segment(seg)
         self._snapshots[base] = self.producers.copy()
-        fsync_dir(self.dir)
         return seg
 
     # ------------------------------------------------------------------ reads
@@ -435,8 +422,7 @@ class PartitionLog:
             raise OffsetOutOfRangeError(from_offset, self._log_start_offset, leo, str(self.topic_partition))
         if from_offset == leo or (max_offset is not None and from_offset >= max_offset):
             return ReadResult(b"", from_offset)
-        i = max(bisect.bisect_right(self._bases, from_offset) - 1, 0)
-        for seg in self._segments[i:]:
+        for seg in self._segments.from_offset(from_offset):
             found = seg.translate_offset(from_offset)
             if found is None:
                 continue  # past this segment's last batch: the next segment holds it
@@ -483,16 +469,11 @@ class PartitionLog:
         if offset < self._segments[0].base_offset:
             self.truncate_fully_and_start_at(offset)
             return True
-        # Newest first: a crash part-way leaves a shorter log, never one with a hole.
-        while len(self._segments) > 1 and self._segments[-1].base_offset > offset:
-            seg = self._segments.pop()
-            self._bases.pop()
+        for seg in self._segments.remove_after(offset):
             self._snapshots.pop(seg.base_offset, None)
-            seg.delete()
-        seg = self.active_segment
-        snapshot = self._snapshots.get(seg.base_offset)
+        snapshot = self._snapshots.get(self.active_segment.base_offset)
         producers = snapshot.copy() if snapshot is not None else ProducerStateManager()
-        seg.truncate_to(offset, lambda _pos, h: producers.update(h, h.base_offset))
+        self.active_segment.truncate_to(offset, lambda _pos, h: producers.update(h, h.base_offset))
         self.producers = producers
         if snapshot is None:
             self._rebuild_producer_state()
@@ -506,15 +487,8 @@ class PartitionLog:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop everything; the log restarts empty at `offset` (a follower far behind the leader's log start)."""
         self._check_open()
-        for seg in reversed(self._segments):
-            seg.delete()
-        self._segments.clear()
-        self._bases.clear()
+        self._segments.start_over_at(offset, _wall_clock_ms())
         self._snapshots = {offset: ProducerStateManager()}
-        self._add_segment(
-            LogSegment.create(self.dir, offset, now_ms=_wall_clock_ms(), **self._segment_args())
-        )
-        fsync_dir(self.dir)
         self.producers = ProducerStateManager()
         self.epoch_cache.clear()
         self._log_start_offset = offset
@@ -577,7 +551,7 @@ class PartitionLog:
         self, high_watermark: int, now_ms: int, predicate: Callable[[LogSegment, LogSegment | None], bool]
     ) -> int:
         doomed: list[LogSegment] = []
-        segs = self._segments
+        segs = list(self._segments)
         for i, seg in enumerate(segs):
             nxt = segs[i + 1] if i + 1 < len(segs) else None
             if nxt is None and seg.size == 0:
@@ -592,9 +566,7 @@ class PartitionLog:
             self.roll(now_ms=now_ms)
         for seg in doomed:
             self._segments.remove(seg)
-            self._bases.remove(seg.base_offset)
             self._snapshots.pop(seg.base_offset, None)
-            seg.delete()
         new_start = self._segments[0].base_offset
         if new_start > self._log_start_offset:
             self._log_start_offset = new_start
@@ -636,14 +608,7 @@ class PartitionLog:
         Raises the first OSError from close(2) after all handles are released.
         """
         self._closed = True
-        first: OSError | None = None
-        for seg in self._segments:
-            try:
-                seg.close()
-            except OSError as e:
-                first = first or e
-        if first is not None:
-            raise first
+        self._segments.close()
 
     def delete(self) -> None:
         """Close and remove the partition dir. It is first renamed to `<topic>-<p>.<uid>-delete`, so a

@@ -1,7 +1,8 @@
 """The log stack both kinds of log are built on (Kafka's storage module: LogSegment and its indexes).
 
-Record batch v2 segments with their `.index` and `.timeindex` (segment, indexes, batch_io), opening
-them after a crash with torn-tail recovery (loader, segment), the files beside the segments
+Record batch v2 segments with their `.index` and `.timeindex` (segment, indexes, batch_io), the
+segment list of one log with rolling and cutting back (segments), opening them after a crash with
+torn-tail recovery (loader, segment), the files beside the segments
 (leader-epoch-checkpoint, partition.metadata, the checkpoint-file format) and one set of errors.
 
 Everything here is sync file code; its owner runs it off the event loop: a broker on each log dir's

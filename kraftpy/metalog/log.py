@@ -16,7 +16,6 @@ bad batch raises CorruptLogError naming the file and position. Nothing is skippe
 
 from __future__ import annotations
 
-import bisect
 import itertools
 import time
 from collections.abc import Iterator, Sequence
@@ -37,6 +36,7 @@ from kraftpy.log.leader_epoch_checkpoint import (
 from kraftpy.log.loader import load_segments, segment_files
 from kraftpy.log.partition_metadata import PARTITION_METADATA_FILE, format_partition_metadata
 from kraftpy.log.segment import LogSegment, TornTail
+from kraftpy.log.segments import LogSegments
 from kraftpy.metalog.checkpoints import QuorumStateData, read_quorum_state, write_quorum_state
 from kraftpy.metalog.errors import MetadataLogError
 from kraftpy.metalog.files import (
@@ -125,7 +125,7 @@ class MetadataLog:
         self.config = config
         self.read_only = read_only
         self.recovery = RecoveryReport()
-        self._segments: list[LogSegment] = []
+        self._segments = LogSegments(directory, **_SEGMENT_ARGS)
         self._epochs = LeaderEpochCache()
         self._epochs_dirty = False
         self._snapshots: dict[SnapshotId, Path] = {}
@@ -189,8 +189,7 @@ class MetadataLog:
             if self.read_only:
                 raise MetadataLogError(f"{self.dir}: no segment files")
             start = snaps[-1].offset if snaps else 0
-            self._segments = [LogSegment.create(self.dir, start, now_ms=_now_ms(), **_SEGMENT_ARGS)]
-            self._dir_dirty = True
+            self._segments.create(start, _now_ms())
 
         checkpoint = read_leader_epoch_checkpoint(self.dir / LEADER_EPOCH_CHECKPOINT_FILE)
         scanned: list[EpochEntry] = []
@@ -214,7 +213,8 @@ class MetadataLog:
             now_ms=_now_ms(),
             **_SEGMENT_ARGS,
         )
-        self._segments.extend(segments)
+        for seg in segments:
+            self._segments.add(seg)
         if torn is not None:
             self._handle_torn_tail(torn)
 
@@ -269,7 +269,7 @@ class MetadataLog:
 
     def _handle_torn_tail(self, torn: TornTail) -> None:
         """The segment has cut the tail (or, read-only, left it); make the cut durable and say so."""
-        seg = self._segments[-1]
+        seg = self._segments.active
         if self.read_only:
             log.warning(
                 "metadata log has a torn tail (left as is: opened read-only)",
@@ -297,7 +297,7 @@ class MetadataLog:
 
     @property
     def log_end_offset(self) -> int:
-        return self._segments[-1].next_offset
+        return self._segments.active.next_offset
 
     @property
     def flushed_offset(self) -> int:
@@ -306,7 +306,7 @@ class MetadataLog:
 
     @property
     def size_in_bytes(self) -> int:
-        return sum(s.size for s in self._segments)
+        return self._segments.size_bytes
 
     @property
     def segments(self) -> list[LogSegment]:
@@ -363,7 +363,7 @@ class MetadataLog:
                 f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
             )
         self._maybe_roll(len(data), ts, next_offset - 1)
-        seg = self._segments[-1]
+        seg = self._segments.active
         seg.append(data, [(0, unchecked_header(data))])
         self._unflushed.add(seg)
         if self._epochs.assign(epoch, base):
@@ -406,7 +406,7 @@ class MetadataLog:
         while i < len(batches):
             first = batches[i][1]
             self._maybe_roll(first.size, first.max_timestamp, first.last_offset)
-            seg = self._segments[-1]
+            seg = self._segments.active
             room = self.config.segment_bytes - seg.size
             j = i + 1
             used = first.size
@@ -424,7 +424,7 @@ class MetadataLog:
         return batches[0][1].base_offset, batches[-1][1].last_offset
 
     def _maybe_roll(self, batch_size: int, timestamp_ms: int, last_offset: int) -> None:
-        seg = self._segments[-1]
+        seg = self._segments.active
         size = seg.size
         if size == 0:
             return
@@ -445,15 +445,11 @@ class MetadataLog:
         hold a torn write.
         """
         self._check_writable()
-        old = self._segments[-1]
-        if old.size == 0:
-            return
-        old.on_become_inactive()
-        self._unflushed.discard(old)
-        seg = LogSegment.create(self.dir, self.log_end_offset, now_ms=_now_ms(), **_SEGMENT_ARGS)
-        self._segments.append(seg)
-        self._dir_dirty = True
-        log.debug("metadata log rolled a segment", file=str(seg.path))
+        old = self._segments.active
+        seg = self._segments.roll(self.log_end_offset, _now_ms())
+        if seg is not old:
+            self._unflushed.discard(old)
+            log.debug("metadata log rolled a segment", file=str(seg.path))
 
     def flush(self) -> int:
         """fsync everything written since the last flush; returns the durable end offset."""
@@ -477,10 +473,6 @@ class MetadataLog:
 
     # == reading ===================================================================================
 
-    def _segment_for(self, offset: int) -> int:
-        bases = [s.base_offset for s in self._segments]
-        return max(0, bisect.bisect_right(bases, offset) - 1)
-
     def read(self, from_offset: int, max_bytes: int) -> bytes:
         """Whole batches from the one holding `from_offset`, up to `max_bytes` (at least one batch).
 
@@ -493,12 +485,11 @@ class MetadataLog:
             raise OffsetOutOfRangeError(from_offset, self._log_start, end, self.dir)
         out: list[bytes] = []
         budget = max_bytes
-        i = self._segment_for(from_offset)
-        while i < len(self._segments) and (budget > 0 or not out):
-            seg = self._segments[i]
+        for seg in self._segments.from_offset(from_offset):
+            if budget <= 0 and out:
+                break
             found = seg.translate_offset(from_offset)
             if found is None:
-                i += 1
                 continue
             pos = found[0]
             chunk, _ = seg.read(pos, budget, None, not out)
@@ -509,13 +500,12 @@ class MetadataLog:
             if pos + len(chunk) < seg.size:
                 break
             from_offset = seg.next_offset
-            i += 1
         return b"".join(out)
 
     def _chunks(self, from_offset: int) -> Iterator[tuple[LogSegment, int, bytes]]:
         """(segment, file position, bytes of whole batches) from the batch holding `from_offset`."""
         start = max(from_offset, self._log_start)
-        for seg in self._segments[self._segment_for(start) :]:
+        for seg in self._segments.from_offset(start):
             found = seg.translate_offset(start)
             if found is None:
                 continue
@@ -604,12 +594,10 @@ class MetadataLog:
                 self.dir,
                 f"cannot truncate to {offset}, below the latest snapshot {latest.offset}",
             )
-        while len(self._segments) > 1 and self._segments[-1].base_offset >= offset:
-            seg = self._segments.pop()
+        for seg in self._segments.remove_after(offset):
             self._unflushed.discard(seg)
-            seg.delete()
             self._dir_dirty = True
-        seg = self._segments[-1]
+        seg = self._segments.active
         if seg.truncate_to(offset, _ignore_batch):
             self._unflushed.add(seg)
         if self._epochs.truncate_from_end(self.log_end_offset):
@@ -620,10 +608,8 @@ class MetadataLog:
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Drop every segment and start empty at `offset` (after loading a leader's snapshot)."""
         self._check_writable()
-        for seg in self._segments:
-            seg.delete()
+        self._segments.start_over_at(offset, _now_ms())
         self._unflushed.clear()
-        self._segments = [LogSegment.create(self.dir, offset, now_ms=_now_ms(), **_SEGMENT_ARGS)]
         self._log_start = offset
         self._epochs.clear()
         self._epochs_dirty = True
@@ -730,9 +716,9 @@ class MetadataLog:
         self._log_start = min(sid.offset, self.log_end_offset)
         deleted = 0
         while len(self._segments) > 1 and self._segments[1].base_offset <= self._log_start:
-            seg = self._segments.pop(0)
+            seg = self._segments[0]
+            self._segments.remove(seg)
             self._unflushed.discard(seg)
-            seg.delete()
             deleted += 1
         for old in [s for s in self._snapshots if s < sid]:
             self._snapshots.pop(old).unlink(missing_ok=True)
@@ -810,8 +796,7 @@ class MetadataLog:
             self._closed = True
 
     def _close_segments(self) -> None:
-        for seg in self._segments:
-            seg.close()
+        self._segments.close()
 
     def __enter__(self) -> MetadataLog:
         return self
