@@ -155,7 +155,7 @@ def test_spark_submit_to_a_standalone_cluster(cluster: StandaloneCluster, spark:
          "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
          "--conf", f"spark.driver.extraJavaOptions={driver_java_options(quick=True)}",
          "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
-         str(REPO / "kraftpy" / "analytics" / "job.py"),
+         str(REPO / "tools" / "analytics" / "job.py"),
          str(log), "--out", str(out), "--range-bytes", "400", "--no-report"],
         env=cluster.env, capture_output=True, text=True, timeout=600,
     )
