@@ -167,8 +167,17 @@ class RaftCore:
         if not self.is_voter:
             self._move(Role.OBSERVER, epoch, -1, -1, now_ms)
             return
+        # QuorumState.transitionToUnattached keeps a running election timer: otherwise a voter with a
+        # stale log, whose backoff is shorter than everyone's timeout, could bump the epoch forever and
+        # restart the others' timers each time, so that no up-to-date voter ever ran.
+        if self.role is Role.CANDIDATE:
+            deadline = self._backoff_deadline if self._backing_off else self._election_deadline
+        elif self.role in (Role.UNATTACHED, Role.VOTED):
+            deadline = self._election_deadline
+        else:
+            deadline = now_ms + self._random_election_timeout()
         self._move(Role.UNATTACHED, epoch, -1, -1, now_ms)
-        self._election_deadline = now_ms + self._random_election_timeout()
+        self._election_deadline = deadline
 
     def _become_voted(self, candidate_id: int, now_ms: int) -> None:
         self._move(Role.VOTED, self.epoch, -1, candidate_id, now_ms)
