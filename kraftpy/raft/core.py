@@ -68,6 +68,7 @@ class RaftCore:
         self.high_watermark = view.log_start
         self.applied = view.log_start
         self._ready = Ready()
+        self._election_retries = 0  # failed elections in a row; survives role changes until one is won
         self._reset_volatile(now_ms)
         if self.role is Role.CANDIDATE:
             # A candidate that restarted cannot know which votes it had: it backs off and runs again.
@@ -122,7 +123,6 @@ class RaftCore:
         self._election_deadline = NEVER
         self._backing_off = False
         self._backoff_deadline = NEVER
-        self._election_retries = getattr(self, "_election_retries", 0)
         self._votes_granted: set[int] = set()
         self._votes_rejected: set[int] = set()
         self._resend_at = NEVER
