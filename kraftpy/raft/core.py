@@ -485,7 +485,12 @@ class RaftCore:
             or (offset == view.log_start and last_epoch != snapshot.Epoch)
             or last_epoch < snapshot.Epoch
         ):
-            self._send(source, FetchResponse(ErrorCode=Errors.NONE, SnapshotId=snapshot, **reply))
+            self._send(
+                source,
+                FetchResponse(
+                    ErrorCode=Errors.NONE, HighWatermark=self.high_watermark, SnapshotId=snapshot, **reply
+                ),
+            )
             return
         else:
             epoch, end = view.end_offset_for_epoch(last_epoch)

@@ -6,7 +6,7 @@ and on a crash keeps only its `MemoryLog` (log, snapshot, quorum-state).
 
 from __future__ import annotations
 
-import pickle
+import ast
 import random
 from collections.abc import Callable, Iterable
 
@@ -37,6 +37,11 @@ def quorum_config(voters: Iterable[int], **overrides: int) -> QuorumConfig:
     return QuorumConfig(cluster_id=CLUSTER_ID, voters=frozenset(voters), **settings)
 
 
+def decode_state(state: bytes) -> list[tuple[int, int, bytes]]:
+    """The test state machine's snapshot format: the repr of its list of (offset, epoch, data)."""
+    return ast.literal_eval(state.decode())
+
+
 class Node:
     def __init__(self, node_id: int, config: QuorumConfig, seed: int, now_ms: int = 0) -> None:
         self.id = node_id
@@ -57,13 +62,13 @@ class Node:
         """A crash loses everything volatile; the state machine reloads from the latest snapshot."""
         self.core = self._new_core(now_ms)
         snapshot = self.store.latest_snapshot()
-        self.machine = pickle.loads(snapshot.state) if snapshot else []
+        self.machine = decode_state(snapshot.state) if snapshot else []
 
     def handle(self, ready: Ready) -> list[Envelope]:
         self.readies.append(ready)
         self.store.persist(ready)
         if ready.apply_snapshot is not None:
-            self.machine = pickle.loads(ready.apply_snapshot.state)
+            self.machine = decode_state(ready.apply_snapshot.state)
         for entry in ready.committed:
             if entry.offset != len(self.machine):
                 raise AssertionError(f"node {self.id} applies {entry.offset} after {len(self.machine)}")
@@ -71,7 +76,7 @@ class Node:
         return ready.messages
 
     def snapshot_state(self, end_offset: int) -> bytes:
-        return pickle.dumps(self.machine[:end_offset])
+        return repr(self.machine[:end_offset]).encode()
 
     @property
     def role(self) -> Role:

@@ -29,6 +29,8 @@ from tests.raft.harness import CLUSTER_ID, ScriptedCluster
 def render_value(value: object) -> str:
     if isinstance(value, Entry):
         return f"{value.offset}@{value.epoch}:{value.data.decode()}"
+    if isinstance(value, bytes):
+        return f"<{len(value)} bytes>"
     if isinstance(value, tuple):
         return "[" + ",".join(render_value(v) for v in value) + "]"
     if hasattr(value, "name") and isinstance(getattr(value, "value", None), int):
