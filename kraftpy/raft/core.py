@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.log_view import LogReader, LogView
@@ -699,7 +700,8 @@ class RaftCore:
             self._next_fetch = now_ms + self.config.retry_backoff_ms * 5
 
 
-_HANDLERS: dict[type, Callable[[RaftCore, int, object, int], None]] = {
+# Each handler takes the message type it is keyed by, hence Any.
+_HANDLERS: dict[type, Callable[[RaftCore, int, Any, int], None]] = {
     VoteRequest: RaftCore._on_vote_request,
     VoteResponse: RaftCore._on_vote_response,
     BeginQuorumEpochRequest: RaftCore._on_begin_quorum_epoch_request,

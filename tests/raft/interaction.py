@@ -18,6 +18,7 @@ Commands:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 
@@ -86,7 +87,7 @@ class Interaction:
     def _record(self, node_id: int, ready: Ready) -> None:
         self.out.extend(render_ready(node_id, ready))
 
-    def _matches(self, args: dict[str, str]) -> object:
+    def _matches(self, args: dict[str, str]) -> Callable[[Envelope], bool]:
         def where(e: Envelope) -> bool:
             return ("from" not in args or e.source == int(args["from"])) and (
                 "to" not in args or e.destination == int(args["to"])

@@ -11,7 +11,7 @@ import heapq
 import random
 from dataclasses import dataclass, field
 
-from kraftpy.raft.messages import Envelope
+from kraftpy.raft.messages import Envelope, VoteResponse
 from kraftpy.raft.ready import Ready
 from kraftpy.raft.state import Role
 from tests.raft.harness import Node, quorum_config
@@ -137,7 +137,9 @@ class Simulation:
         node = self.nodes[node_id]
         if ready.apply_snapshot is not None:
             self.outcome.snapshots_installed += 1
-        self._send(node.handle(ready))
+        messages = node.handle(ready)
+        self._check_persisted_before_sent(node_id, messages)
+        self._send(messages)
         if ready.apply_snapshot is not None:
             self._check_prefix(node_id, node.machine, "installed snapshot")
         for entry in ready.committed:
@@ -248,6 +250,23 @@ class Simulation:
 
     def _violation(self, text: str) -> None:
         self.outcome.violations.append(f"t={self.now} {text}")
+
+    def _check_persisted_before_sent(self, node_id: int, messages: list[Envelope]) -> None:
+        """What a message says of the sender's epoch and vote is already in its stored quorum-state."""
+        stored = self.nodes[node_id].store.quorum_state
+        for envelope in messages:
+            message = envelope.message
+            epoch = getattr(message, "LeaderEpoch", None)
+            if epoch is None:
+                epoch = getattr(message, "CandidateEpoch", None)
+            if epoch is not None and epoch > stored.leader_epoch:
+                self._violation(f"node {node_id} sent epoch {epoch} with {stored} stored: {envelope}")
+            if (
+                isinstance(message, VoteResponse)
+                and message.VoteGranted
+                and (stored.voted_id != envelope.destination or stored.leader_epoch != message.LeaderEpoch)
+            ):
+                self._violation(f"node {node_id} granted a vote it has not stored ({stored}): {envelope}")
 
     def _check_committed(self, node_id: int, offset: int, entry: tuple[int, int, bytes]) -> None:
         if offset < len(self.committed):
