@@ -8,7 +8,7 @@ which a sans-IO core does not have.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from protocol.errors import Errors
 
@@ -151,4 +151,4 @@ Message = Request | Response
 class Envelope:
     source: int
     destination: int
-    message: Message = field(compare=True)
+    message: Message
