@@ -284,6 +284,7 @@ class Simulation:
             self._check_committed(node_id, entry[0], entry)
 
     def _check_step(self) -> None:
+        self._check_majority_holds_committed()
         for node_id, node in self.nodes.items():
             if not self._up(node_id):
                 continue
@@ -304,6 +305,23 @@ class Simulation:
                 self._violation(
                     f"node {node_id} applied {len(node.machine)} but the core says {core.applied}"
                 )
+
+    def _check_majority_holds_committed(self) -> None:
+        """The last committed record is in a majority of the voters' stored logs (or their snapshots):
+        observers never count toward the high watermark."""
+        if not self.committed:
+            return
+        offset, epoch, data = last = self.committed[-1]
+        holders = 0
+        for node_id in VOTERS:
+            store = self.nodes[node_id].store
+            if offset < store.log_start:
+                holders += 1
+            elif offset < store.end_offset:
+                entry = store.entries[offset - store.log_start]
+                holders += (entry.epoch, entry.data) == (epoch, data)
+        if holders < len(VOTERS) // 2 + 1:
+            self._violation(f"committed {last} is stored on only {holders} voters")
 
     def _check_leader_completeness(self, node_id: int) -> None:
         """A new leader's log holds every committed record: nothing committed can be lost."""
