@@ -7,7 +7,9 @@ is on disk before anyone hears of it.
 
 - `messages.py`  the RPCs as frozen values with Kafka's field names, and log entries / snapshot ids
 - `state.py`     the persisted quorum-state, the roles and the table of allowed role changes
-- `log_view.py`  the little the core knows about its log: start, end, epochs per offset range, snapshot id
+- `log_view.py`  the little the core knows about its log: start, end, epochs per offset range, snapshot id,
+                 and the leader's validation / the follower's truncation that depend only on it
+- `backoff.py`   election timeout and backoffs as pure functions of the settings and a seeded RNG
 - `config.py`    the `controller.quorum.*` timeouts
 - `ready.py`     the output of one step
 - `core.py`      the state machine

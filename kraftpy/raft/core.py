@@ -16,6 +16,11 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from kraftpy.raft.backoff import (
+    binary_exponential_backoff,
+    random_election_timeout,
+    strict_exponential_backoff,
+)
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.log_view import LogReader, LogView
 from kraftpy.raft.messages import (
@@ -152,8 +157,7 @@ class RaftCore:
         self._ready.messages.append(Envelope(self.local_id, destination, message))
 
     def _random_election_timeout(self) -> int:
-        timeout = self.config.election_timeout_ms
-        return timeout + self.rng.randrange(timeout)
+        return random_election_timeout(self.config.election_timeout_ms, self.rng)
 
     def _others(self) -> list[int]:
         return sorted(self.voters - {self.local_id})
@@ -357,13 +361,13 @@ class RaftCore:
                 self._start_backoff(now_ms)
 
     def _start_backoff(self, now_ms: int) -> None:
-        """A lost or stalled election waits step * random[0, 2^retries), capped (binaryExponentialElectionBackoffMs)."""
         self._election_retries += 1
-        backoff = self.config.election_backoff_step_ms * self.rng.randrange(
-            1 << min(self._election_retries, 20)
+        config = self.config
+        backoff = binary_exponential_backoff(
+            config.election_backoff_step_ms, config.election_backoff_max_ms, self._election_retries, self.rng
         )
         self._backing_off = True
-        self._backoff_deadline = now_ms + min(backoff, self.config.election_backoff_max_ms)
+        self._backoff_deadline = now_ms + backoff
         self._resend_at = NEVER
 
     # ---- BeginQuorumEpoch / EndQuorumEpoch ----------------------------------------------------
@@ -426,13 +430,12 @@ class RaftCore:
         if error is Errors.NONE:
             if request.LeaderEpoch > self.epoch:
                 self._become_unattached(request.LeaderEpoch, now_ms)
-            # Kafka's strictExponentialElectionBackoffMs: the first preferred successor runs at once,
-            # later ones wait longer, so the most caught-up voter usually wins without a split vote.
             successors = request.PreferredSuccessors
             if self.local_id in successors:
                 position = successors.index(self.local_id)
-                cap = self.config.election_backoff_max_ms
-                wait = 0 if position == 0 else min(cap, (cap >> (len(successors) - 1)) << (position - 1))
+                wait = strict_exponential_backoff(
+                    self.config.election_backoff_max_ms, position, len(successors)
+                )
             else:
                 wait = self._random_election_timeout()
             self._election_deadline = min(self._election_deadline, now_ms + wait)
@@ -477,36 +480,18 @@ class RaftCore:
         if source in self.voters:
             self._replica_last_fetch[source] = now_ms
             self._unacked_begin.discard(source)
-        view, offset, last_epoch = self.view, request.FetchOffset, request.LastFetchedEpoch
-        snapshot = view.snapshot_id
-        if offset == 0 and view.log_start == 0:
-            pass  # an empty follower always matches an uncompacted log
-        elif snapshot is not None and (
-            offset < view.log_start
-            or (offset == view.log_start and last_epoch != snapshot.Epoch)
-            or last_epoch < snapshot.Epoch
-        ):
-            self._send(
-                source,
-                FetchResponse(
-                    ErrorCode=Errors.NONE, HighWatermark=self.high_watermark, SnapshotId=snapshot, **reply
-                ),
+        mismatch = self.view.validate_offset_and_epoch(request.FetchOffset, request.LastFetchedEpoch)
+        if mismatch is not None:
+            answer = FetchResponse(
+                ErrorCode=Errors.NONE,
+                HighWatermark=self.high_watermark,
+                SnapshotId=mismatch if isinstance(mismatch, SnapshotId) else None,
+                DivergingEpoch=mismatch if isinstance(mismatch, DivergingEpoch) else None,
+                **reply,
             )
+            self._send(source, answer)
             return
-        else:
-            epoch, end = view.end_offset_for_epoch(last_epoch)
-            if epoch != last_epoch or end < offset:
-                diverging = DivergingEpoch(Epoch=epoch, EndOffset=end)
-                self._send(
-                    source,
-                    FetchResponse(
-                        ErrorCode=Errors.NONE,
-                        HighWatermark=self.high_watermark,
-                        DivergingEpoch=diverging,
-                        **reply,
-                    ),
-                )
-                return
+        offset = request.FetchOffset
         if source in self.voters:
             # The fetch offset is the follower's end offset, and log matching holds up to it.
             self._replica_end[source] = max(self._replica_end.get(source, -1), offset)
@@ -615,11 +600,7 @@ class RaftCore:
         self._advance_hw(min(response.HighWatermark, view.end_offset))
 
     def _truncate_on_divergence(self, diverging: DivergingEpoch) -> None:
-        """ReplicatedLog.truncateToEndOffset: to the leader's end of the epoch if we have that epoch,
-        else to our own end of the largest epoch below it; the next fetch narrows it further."""
-        local_epoch, local_end = self.view.end_offset_for_epoch(diverging.Epoch)
-        target = min(diverging.EndOffset, local_end) if local_epoch == diverging.Epoch else local_end
-        target = max(target, self.view.log_start)
+        target = self.view.truncation_offset(diverging)
         if target < self.view.end_offset:
             self.view.truncate_to(target)
             self._ready.truncate_to = target

@@ -10,7 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kraftpy.raft.messages import Entry, Snapshot, SnapshotId
+from kraftpy.raft.messages import DivergingEpoch, Entry, Snapshot, SnapshotId
 
 
 class LogReader(Protocol):
@@ -53,6 +53,31 @@ class LogView:
         if self.snapshot_id and self.snapshot_id.Epoch <= epoch:
             return self.snapshot_id.Epoch, self.log_start
         return -1, self.log_start
+
+    def validate_offset_and_epoch(self, offset: int, epoch: int) -> DivergingEpoch | SnapshotId | None:
+        """ReplicatedLog.validateOffsetAndEpoch on the leader: None if a follower whose log ends at
+        `offset` with a last record of `epoch` matches ours; else the snapshot to load or where we diverge."""
+        snapshot = self.snapshot_id
+        if offset == 0 and self.log_start == 0:
+            return None  # an empty follower always matches an uncompacted log
+        if snapshot is not None and (
+            offset < self.log_start
+            or (offset == self.log_start and epoch != snapshot.Epoch)
+            or epoch < snapshot.Epoch
+        ):
+            return snapshot
+        end_epoch, end = self.end_offset_for_epoch(epoch)
+        if end_epoch != epoch or end < offset:
+            return DivergingEpoch(Epoch=end_epoch, EndOffset=end)
+        return None
+
+    def truncation_offset(self, diverging: DivergingEpoch) -> int:
+        """ReplicatedLog.truncateToEndOffset on the follower: to the leader's end of the epoch if we have
+        that epoch, else to our own end of the largest epoch below it; the next fetch narrows it further.
+        Never below the log start: what a snapshot covers is committed."""
+        local_epoch, local_end = self.end_offset_for_epoch(diverging.Epoch)
+        target = min(diverging.EndOffset, local_end) if local_epoch == diverging.Epoch else local_end
+        return max(target, self.log_start)
 
     def append(self, entries: tuple[Entry, ...]) -> None:
         for entry in entries:

@@ -1,11 +1,18 @@
-"""The core's view of its log: Kafka's endOffsetForEpoch, truncation, and snapshots at the start."""
+"""The core's view of its log (endOffsetForEpoch, validation, truncation, snapshots) and its timers."""
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
+from kraftpy.raft.backoff import (
+    binary_exponential_backoff,
+    random_election_timeout,
+    strict_exponential_backoff,
+)
 from kraftpy.raft.log_view import LogView
-from kraftpy.raft.messages import Entry, SnapshotId
+from kraftpy.raft.messages import DivergingEpoch, Entry, SnapshotId
 
 
 def view_of(*epochs: int) -> LogView:
@@ -47,3 +54,45 @@ def test_a_snapshot_of_the_whole_log_leaves_its_epoch_as_the_last() -> None:
     installed = LogView()
     installed.install_snapshot(SnapshotId(7, 4))
     assert (installed.log_start, installed.end_offset, installed.last_epoch) == (7, 7, 4)
+
+
+def test_leader_validation_answers_valid_diverging_or_snapshot() -> None:
+    view = view_of(1, 1, 3, 3, 3, 5)
+    assert view.validate_offset_and_epoch(0, 0) is None
+    assert view.validate_offset_and_epoch(5, 3) is None
+    assert view.validate_offset_and_epoch(6, 3) == DivergingEpoch(Epoch=3, EndOffset=5)
+    assert view.validate_offset_and_epoch(4, 2) == DivergingEpoch(Epoch=1, EndOffset=2)
+    view.delete_before(SnapshotId(4, 3))
+    assert view.validate_offset_and_epoch(0, 0) == SnapshotId(4, 3)
+    assert view.validate_offset_and_epoch(3, 3) == SnapshotId(4, 3)
+    assert view.validate_offset_and_epoch(4, 2) == SnapshotId(4, 3)
+    assert view.validate_offset_and_epoch(4, 3) is None
+
+
+def test_follower_truncation_on_divergence() -> None:
+    follower = view_of(1, 1, 2, 2, 2)
+    # The leader has no epoch 2: it answers with epoch 1 ending at 2, which we also have.
+    assert follower.truncation_offset(DivergingEpoch(Epoch=1, EndOffset=2)) == 2
+    # The leader's epoch 2 ends earlier than ours.
+    assert follower.truncation_offset(DivergingEpoch(Epoch=2, EndOffset=3)) == 3
+    # We lack the leader's epoch 4: cut to our end of the largest epoch below it, then ask again.
+    assert follower.truncation_offset(DivergingEpoch(Epoch=4, EndOffset=9)) == 5
+
+
+@pytest.mark.parametrize("retries", range(1, 12))
+def test_binary_exponential_backoff_stays_within_its_cap(retries: int) -> None:
+    rng = random.Random(retries)
+    draws = {binary_exponential_backoff(100, 1000, retries, rng) for _ in range(200)}
+    assert min(draws) >= 0 and max(draws) <= min(1000, 100 * (2**retries - 1))
+    assert all(d % 100 == 0 for d in draws)
+
+
+def test_strict_exponential_backoff_runs_the_first_successor_at_once() -> None:
+    assert [strict_exponential_backoff(1000, p, 3) for p in range(3)] == [0, 250, 500]
+    assert [strict_exponential_backoff(1000, p, 2) for p in range(2)] == [0, 500]
+
+
+def test_election_timeout_is_timeout_plus_random_below_timeout() -> None:
+    rng = random.Random(7)
+    draws = [random_election_timeout(1000, rng) for _ in range(500)]
+    assert min(draws) >= 1000 and max(draws) < 2000 and len(set(draws)) > 100
