@@ -31,3 +31,21 @@ def test_protocol_imports_nothing_of_ours() -> None:
 def test_benchmarks_import_no_tests() -> None:
     offenders = {f: sorted(p) for f, p in imported_packages("bench").items() if "tests" in p}
     assert offenders == {}
+
+
+def test_servers_and_shared_core_import_no_tools() -> None:
+    """Servers and the shared core stand below the operator tools; the core below the servers too."""
+    below = {"controller": {"tools"}, "broker": {"tools"}, "kraftpy": {"tools", "controller", "broker"}}
+    offenders = {
+        f: sorted(p & banned)
+        for folder, banned in below.items()
+        for f, p in imported_packages(folder).items()
+        if p & banned
+    }
+    assert offenders == {}
+
+
+def test_no_import_circles() -> None:
+    from tests.support.import_graph import cycles, import_graph
+
+    assert cycles(import_graph("protocol", "kraftpy", "controller", "broker", "tools")) == []

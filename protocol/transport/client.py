@@ -18,10 +18,10 @@ from typing import Any
 import aiohttp
 import structlog
 
+import protocol.transport.codec as codec
 from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
-from protocol.transport import codec
 from protocol.transport.errors import RpcConnectionError, RpcError
 
 log = structlog.get_logger("protocol.transport.client")

@@ -32,10 +32,10 @@ from prometheus_client import (
     generate_latest,
 )
 
+import protocol.transport.codec as codec
 from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
-from protocol.transport import codec
 
 Handler = Callable[[Any, int], Awaitable[RpcMessage]]
 """`async handler(request_model, api_version) -> response_model`."""

@@ -260,7 +260,8 @@ def _bucket_ms(first: int | None, last: int | None) -> int:
 def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     from pyspark.sql import functions as F
 
-    from tools.analytics import analyses, tables
+    import tools.analytics.analyses as analyses
+    import tools.analytics.tables as tables
 
     s = run.summary
     t = time.perf_counter()

@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tools.cluster import disks as disk_faults
-from tools.cluster import launcher, netns
+import tools.cluster.disks as disk_faults
+import tools.cluster.launcher as launcher
+import tools.cluster.netns as netns
 from tools.cluster.configs import node_properties, write_config
 from tools.cluster.disks import ClusterDisks
 from tools.cluster.errors import ClusterError, NodeStartError
@@ -415,7 +416,7 @@ class LocalCluster:
         import asyncio
         import json
 
-        from tools.cluster import workload
+        import tools.cluster.workload as workload
 
         if self.client_netns is None:
             try:
@@ -476,7 +477,7 @@ class LocalCluster:
         """(partition, offset, seq) of every record in `topic`, read from the beginning."""
         import asyncio
 
-        from tools.cluster import workload
+        import tools.cluster.workload as workload
 
         servers = bootstrap or self.bootstrap_servers()
         if self.client_netns is None:

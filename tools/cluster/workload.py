@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tools.cluster import launcher
+import tools.cluster.launcher as launcher
 
 SEQ_WIDTH = 12
 DONE_MARK = "# done"

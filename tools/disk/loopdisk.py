@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from tools.disk import faults
+import tools.disk.faults as faults
 from tools.disk.errors import CommandFailedError, DiskBusyError, DiskError, DiskExistsError, Holder
 from tools.disk.fs import check_filesystem, make_filesystem, mount, unmount
 from tools.disk.holders import find_holders
