@@ -2,73 +2,11 @@
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
-BROKER = Path(__file__).resolve().parents[2] / "broker"
-
-
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(BROKER.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def import_graph() -> dict[str, set[str]]:
-    modules = {module_name(p): p for p in BROKER.rglob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        deps: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                candidates = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            elif isinstance(node, ast.Import):
-                candidates = [a.name for a in node.names]
-            else:
-                continue
-            deps |= {c for c in candidates if c in modules and c != name}
-        graph[name] = deps
-    return graph
-
-
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components of more than one module (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return found
+from tests.support.import_graph import cycles, import_graph
 
 
 def test_no_import_circle_in_the_broker() -> None:
-    graph = import_graph()
+    graph = import_graph("broker")
     assert graph.get("broker.server")
     assert cycles(graph) == []
 
