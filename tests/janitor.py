@@ -1,7 +1,9 @@
-"""Clear what a crashed earlier test run may have left: kraftpy processes, mounts, loop devices.
+"""Clear what crashed earlier test runs left: their kraftpy processes, disks and network namespaces.
 
-Runs before the suite in CI (`python -m tests.janitor`); scoped to kraftpy's own names so it never
-touches anything else on the machine.
+Runs before the suite in CI (`python -m tests.janitor`). It takes only what carries a test-run marker
+(KRAFTPY_TEST_RUN in a process's environment, a `test-run` file in a disk state dir, a netns marker;
+see tools/cluster/launcher.py) and only when the run that wrote it is no longer running. A `kraftpy
+cluster` someone has up is unmarked, and a test run in progress is alive: neither is touched.
 """
 
 from __future__ import annotations
@@ -9,37 +11,86 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 
-PROCESS_MARKERS = (b"kraftpy-controller", b"kraftpy-broker", b"controller.main", b"broker.main")
+from tools.cluster import launcher, netns
 
 
-def kill_stray_processes() -> list[int]:
-    killed = []
-    me = os.getpid()
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit() or int(proc.name) == me:
-            continue
+def _own_lineage() -> set[int]:
+    """This process and its ancestors: a janitor started from inside a dead run's leftover shell
+    still must not kill itself."""
+    pids = set()
+    pid = os.getpid()
+    while pid > 1 and pid not in pids:
+        pids.add(pid)
         try:
-            cmdline = (proc / "cmdline").read_bytes()
-        except OSError:
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+            pid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        except (OSError, ValueError, IndexError):
+            break
+    return pids
+
+
+def kill_stray_processes(alive: Callable[[str], bool] = launcher.owning_run_alive) -> list[int]:
+    killed = []
+    spared = _own_lineage()
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit() or int(proc.name) in spared:
             continue
-        if any(m in cmdline for m in PROCESS_MARKERS):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(proc.name), signal.SIGKILL)
-                killed.append(int(proc.name))
+        pid = int(proc.name)
+        run_id = launcher.run_marker_of(pid)
+        if run_id is None or alive(run_id):
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+            killed.append(pid)
     return killed
 
 
-def main() -> None:
-    killed = kill_stray_processes()
-    if killed:
-        print(f"janitor: killed stray kraftpy processes {killed}")
-    # Namespaces and the blackhole route of a crashed multi-host cluster, then loop devices and mounts.
-    from tools.cluster.janitor import cleanup_leftovers as cleanup_cluster
-    from tools.disk import cleanup_leftovers as cleanup_disks
+def cleanup_namespaces(alive: Callable[[str], bool] = launcher.owning_run_alive) -> list[str]:
+    if os.geteuid() != 0:
+        return []
+    actions: list[str] = []
+    dead = [prefix for prefix, run_id in netns.marked_prefixes().items() if not alive(run_id)]
+    for prefix in dead:
+        names = [
+            n
+            for n in netns.list_namespaces()
+            if n == netns.switch_name(prefix) or n.startswith(f"{prefix}-n")
+        ]
+        for ns in names:
+            for pid in netns.pids_in(ns):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+                    actions.append(f"pid {pid} in {ns} killed")
+        if names:
+            time.sleep(0.2)
+        actions += netns.destroy(prefix)
+    # The route guards every multi-host cluster; it goes only when no switch namespace is left.
+    if dead and netns.remove_blackhole_route():
+        actions.append(f"blackhole route {netns.SUBNET} removed")
+    return actions
 
-    for what in (*cleanup_cluster(), *cleanup_disks()):
+
+def cleanup_disks(alive: Callable[[str], bool] = launcher.owning_run_alive) -> list[str]:
+    from tools.disk import cleanup_leftovers
+    from tools.disk.janitor import marked_state_dirs
+
+    actions: list[str] = []
+    for state_dir, run_id in marked_state_dirs().items():
+        if not alive(run_id):
+            actions += cleanup_leftovers(state_dir)
+    return actions
+
+
+def main(alive: Callable[[str], bool] = launcher.owning_run_alive) -> None:
+    killed = kill_stray_processes(alive)
+    if killed:
+        print(f"janitor: killed leftover test processes {killed}")
+    # Namespaces first: their processes may hold the disks' mounts.
+    for what in (*cleanup_namespaces(alive), *cleanup_disks(alive)):
         print(f"janitor: {what}")
 
 

@@ -16,6 +16,7 @@ import pytest
 from tests.conftest import require_real
 from tests.disk_fixtures import real_disks_available
 from tools.cluster.cluster import LocalCluster
+from tools.cluster.launcher import mark_test_run
 from tools.cluster.spec import FAST_BROKER_SETTINGS, ClusterSpec
 
 UP_TIMEOUT_S = 120.0
@@ -52,6 +53,8 @@ def _dump_logs(cluster: LocalCluster) -> None:
 @pytest.fixture
 def make_cluster(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., LocalCluster]]:
     require_real_disks()
+    # Clusters come up in this process: their nodes, disks and namespaces inherit the marker.
+    mark_test_run()
     made: list[LocalCluster] = []
 
     def make(*, broker_config: dict[str, str] | None = None, **kw: Any) -> LocalCluster:

@@ -10,6 +10,11 @@ process is held in one of two ways:
 - a (PID, start time) pair, by any later invocation (`kraftpy cluster down`, the restart watcher). A
   PID alone could be recycled, so a process is ours only while its start time (/proc/PID/stat)
   matches the one recorded when it was started.
+
+What a test or benchmark starts carries `KRAFTPY_TEST_RUN=<pid>.<start time>` of the run that owns
+it (`mark_test_run`), inherited by everything it starts in turn. The crash janitor ends only marked
+processes whose owning run is gone, so a `kraftpy cluster` someone has up, and a test run still in
+progress beside it, are never its business.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from pathlib import Path
 BIN = Path(sys.executable).parent
 LOOPBACK = "127.0.0.1"
 PR_SET_PDEATHSIG = 1
+
+TEST_RUN_ENV = "KRAFTPY_TEST_RUN"
 
 # Children started by this process: polled so they never linger as zombies that look alive.
 _children: dict[int, subprocess.Popen[bytes]] = {}
@@ -201,6 +208,42 @@ def _reap(pid: int) -> None:
     if child is not None:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(5)
+
+
+# ---- test-run markers -----------------------------------------------------------------------------
+
+
+def mark_test_run() -> str:
+    """This process's test-run id, set in its environment so every child (including the nodes of a
+    `kraftpy cluster` or disks a test brings up) inherits it. A run started from inside another
+    keeps the outer id: the outer run owns the leftovers."""
+    run_id = os.environ.get(TEST_RUN_ENV)
+    if not run_id:
+        run_id = f"{os.getpid()}.{proc_start_time(os.getpid())}"
+        os.environ[TEST_RUN_ENV] = run_id
+    return run_id
+
+
+def owning_run_alive(run_id: str) -> bool:
+    """Whether the run that wrote `run_id` still runs. A malformed id counts as alive: the janitor
+    must never take something it cannot prove is a dead run's."""
+    pid, _, start = run_id.partition(".")
+    if not (pid.isdigit() and start.isdigit()):
+        return True
+    return proc_start_time(int(pid)) == int(start)
+
+
+def run_marker_of(pid: int) -> str | None:
+    """The test-run id in a process's initial environment, None when unmarked or unreadable."""
+    try:
+        environ = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return None
+    prefix = TEST_RUN_ENV.encode() + b"="
+    for entry in environ.split(b"\0"):
+        if entry.startswith(prefix):
+            return entry[len(prefix) :].decode(errors="replace")
+    return None
 
 
 def log_tail(path: str | os.PathLike[str], lines: int = 20) -> str:
@@ -401,6 +444,10 @@ class ProcessSet:
     workdir: Path
     die_with_parent: bool = True
     started: list[ManagedProcess] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        # A hard-killed run's leftovers must be recognisable as a test's, not an operator's.
+        mark_test_run()
 
     def start(
         self,

@@ -8,10 +8,15 @@ cluster is up: traffic to those addresses from the root namespace would otherwis
 Processes join a namespace with `nsenter --net=/run/netns/NAME --`, which joins only the network
 namespace: `ip netns exec` would also give them a private copy of the mount table, in which a
 filesystem unmounted and remounted in the root namespace stays the old, shut-down one.
+
+Namespaces made by a test run (KRAFTPY_TEST_RUN set, tools/cluster/launcher.py) are recorded in
+`TEST_MARKER_DIR/<prefix>` with the run's id, outside /run/netns where `ip netns` would list the file
+as a namespace; the crash janitor deletes only those, never the namespaces of a cluster someone has up.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -21,6 +26,8 @@ from tools.cluster.errors import ClusterError
 from tools.cluster.spec import SUBNET, node_address
 
 NETNS_DIR = "/run/netns"
+TEST_MARKER_DIR = "/run/kraftpy/test-netns"
+TEST_RUN_ENV = "KRAFTPY_TEST_RUN"
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -67,6 +74,12 @@ def list_namespaces() -> list[str]:
 def create(prefix: str, hosts: int) -> list[str]:
     """The switch and `hosts` node namespaces (1..hosts); on failure removes what it made and raises."""
     made: list[str] = []
+    run_id = os.environ.get(TEST_RUN_ENV)
+    if run_id:
+        # Written before the first namespace exists, so a run killed midway still leaves it marked.
+        os.makedirs(TEST_MARKER_DIR, exist_ok=True)
+        with open(os.path.join(TEST_MARKER_DIR, prefix), "w") as f:
+            f.write(run_id + "\n")
     try:
         sw = switch_name(prefix)
         _ip("netns", "add", sw)
@@ -88,6 +101,8 @@ def create(prefix: str, hosts: int) -> list[str]:
     except BaseException:
         for ns in reversed(made):
             _ip("netns", "del", ns, check=False)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(os.path.join(TEST_MARKER_DIR, prefix))
         raise
     return made
 
@@ -99,7 +114,22 @@ def destroy(prefix: str) -> list[str]:
         if ns == switch_name(prefix) or ns.startswith(f"{prefix}-n"):
             _ip("netns", "del", ns, check=False)
             done.append(f"namespace {ns} deleted")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(TEST_MARKER_DIR, prefix))
     return done
+
+
+def marked_prefixes() -> dict[str, str]:
+    """Prefixes of namespaces a test run made, with that run's id."""
+    out: dict[str, str] = {}
+    try:
+        names = os.listdir(TEST_MARKER_DIR)
+    except FileNotFoundError:
+        return out
+    for name in names:
+        with contextlib.suppress(OSError), open(os.path.join(TEST_MARKER_DIR, name)) as f:
+            out[name] = f.read().strip()
+    return out
 
 
 def pids_in(netns: str) -> list[int]:

@@ -1,4 +1,9 @@
-"""Releasing mounts and loop devices, also when the state that described them is lost (a crash)."""
+"""Releasing mounts and loop devices, also when the state that described them is lost (a crash).
+
+Disks a test run creates carry a marker: a `test-run` file in their state dir holding the run's id
+(tools/cluster/launcher.py's KRAFTPY_TEST_RUN). A janitor clearing a dead test run's leftovers takes
+only those state dirs, never the disks of a cluster an operator has up.
+"""
 
 from __future__ import annotations
 
@@ -78,6 +83,35 @@ def _release_foreign_copies(numbers: Collection[tuple[int, int]]) -> list[str]:
             if p.returncode == 0:
                 actions.append(f"{mp}: unmounted lazily in the mount namespace of pid {pid}")
     return actions
+
+
+# The launcher's name; repeated so the disk tool does not depend on the cluster tool.
+TEST_RUN_ENV = "KRAFTPY_TEST_RUN"
+TEST_RUN_MARKER = "test-run"
+
+
+def mark_if_test_run(state_dir: str | os.PathLike[str]) -> None:
+    """Tag a state dir as a test run's when this process belongs to one; the first run to use it owns it."""
+    run_id = os.environ.get(TEST_RUN_ENV)
+    marker = Path(state_dir) / TEST_RUN_MARKER
+    if run_id and not marker.exists():
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(run_id + "\n")
+
+
+def marked_state_dirs() -> dict[Path, str]:
+    """State dirs of attached kraftpy disks that a test run created, with that run's id.
+
+    Images live in `<state_dir>/images`, so the marker is looked for two levels above each image.
+    """
+    out: dict[Path, str] = {}
+    for d in attached_loop_devices():
+        if not d.backing_file.endswith(IMAGE_SUFFIX):
+            continue
+        state_dir = Path(d.backing_file).parent.parent
+        with contextlib.suppress(OSError):
+            out[state_dir] = (state_dir / TEST_RUN_MARKER).read_text().strip()
+    return out
 
 
 def select_leftovers(devices: Collection[LoopDevice], base: str | None) -> list[LoopDevice]:

@@ -17,7 +17,7 @@ import tools.disk.faults as faults
 from tools.disk.errors import CommandFailedError, DiskBusyError, DiskError, DiskExistsError, Holder
 from tools.disk.fs import check_filesystem, make_filesystem, mount, unmount
 from tools.disk.holders import find_holders
-from tools.disk.janitor import cleanup_leftovers, release
+from tools.disk.janitor import cleanup_leftovers, mark_if_test_run, release
 from tools.disk.live import DiskStatus, current_mounts, live_view, status_of
 from tools.disk.loopdev import (
     LoopDevice,
@@ -121,6 +121,7 @@ class DiskSet:
         require_tools(fs)
         mp = os.path.realpath(mountpoint if mountpoint is not None else self.mount_dir / name)
         with self.store.locked():
+            mark_if_test_run(self.state_dir)
             table = self.store.load()
             image = os.path.join(os.path.realpath(self.image_dir), name + IMAGE_SUFFIX)
             record = DiskRecord(
