@@ -38,11 +38,6 @@ def read_header(buf: Buffer, pos: int = 0) -> BatchHeader:
         return BatchHeader._make(record_batch._HEADER.unpack_from(buf, pos))
 
 
-def unchecked_header(buf: Buffer, pos: int = 0) -> BatchHeader:
-    """The fixed header at `pos` with no checks at all: for a batch this process has just built."""
-    return BatchHeader._make(record_batch._HEADER.unpack_from(buf, pos))
-
-
 def crc_matches(batch: Buffer, header: BatchHeader) -> bool:
     """Whether the stored CRC-32C covers `batch` (the whole batch, starting at its first byte)."""
     return crc32c(memoryview(batch)[CRC_START : header.size]) == header.crc

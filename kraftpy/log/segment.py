@@ -286,9 +286,16 @@ class LogSegment:
         return self._fd
 
     def _observe(self, position: int, h: BatchHeader, *, write_index: bool) -> None:
-        # On every append of both logs: header fields are read once, into locals.
-        max_ts = h.max_timestamp
-        last = h.base_offset + h.last_offset_delta
+        self._note(
+            position,
+            h.base_offset + h.last_offset_delta,
+            h.max_timestamp,
+            h.length + LOG_OVERHEAD,
+            write_index,
+        )
+
+    def _note(self, position: int, last: int, max_ts: int, size: int, write_index: bool) -> None:
+        # On every append of both logs, so plain ints: no header object is needed to call it.
         if self.first_batch_timestamp is None:
             self.first_batch_timestamp = max_ts
         if max_ts > self.max_timestamp:
@@ -298,11 +305,22 @@ class LogSegment:
             self.offset_index.append(last, position, write=write_index)
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, write=write_index)
             self._bytes_since_index_entry = 0
-        self._bytes_since_index_entry += h.length + LOG_OVERHEAD
+        self._bytes_since_index_entry += size
         self.next_offset = last + 1
 
     def append(self, data: bytes | bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
         """Write `data` (whole batches with final offsets) at the end; `batches` are (position in data, header)."""
+        start = self._write(data)
+        for rel, h in batches:
+            self._observe(start + rel, h, write_index=True)
+
+    def append_batch(self, data: bytes | bytearray, last_offset: int, max_timestamp: int) -> None:
+        """Write one whole batch with its final offsets at the end (a leader's own, just built)."""
+        start = self._write(data)
+        self._note(start, last_offset, max_timestamp, len(data), True)
+
+    def _write(self, data: bytes | bytearray) -> int:
+        """Write `data` at the end of the file; returns where it starts."""
         fd = self._handle()
         start = self.size
         try:
@@ -320,8 +338,7 @@ class LogSegment:
             raise
         self.size = start + len(data)
         self.dirty = True
-        for rel, h in batches:
-            self._observe(start + rel, h, write_index=True)
+        return start
 
     def can_hold(self, last_offset: int) -> bool:
         return last_offset - self.base_offset <= INT32_MAX

@@ -25,7 +25,7 @@ from typing import Any
 
 import structlog
 
-from kraftpy.log.batch_io import crc_matches, unchecked_header
+from kraftpy.log.batch_io import crc_matches
 from kraftpy.log.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
 from kraftpy.log.errors import CorruptLogError, OffsetOutOfRangeError
 from kraftpy.log.leader_epoch_checkpoint import (
@@ -362,9 +362,8 @@ class MetadataLog:
             raise MetadataLogError(
                 f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
             )
-        self._maybe_roll(len(data), ts, next_offset - 1)
-        seg = self._segments.active
-        seg.append(data, [(0, unchecked_header(data))])
+        seg = self._maybe_roll(len(data), ts, next_offset - 1)
+        seg.append_batch(data, next_offset - 1, ts)
         self._unflushed.add(seg)
         if self._epochs.assign(epoch, base):
             self._epochs_dirty = True
@@ -405,8 +404,7 @@ class MetadataLog:
         i = 0
         while i < len(batches):
             first = batches[i][1]
-            self._maybe_roll(first.size, first.max_timestamp, first.last_offset)
-            seg = self._segments.active
+            seg = self._maybe_roll(first.size, first.max_timestamp, first.last_offset)
             room = self.config.segment_bytes - seg.size
             j = i + 1
             used = first.size
@@ -423,11 +421,12 @@ class MetadataLog:
             i = j
         return batches[0][1].base_offset, batches[-1][1].last_offset
 
-    def _maybe_roll(self, batch_size: int, timestamp_ms: int, last_offset: int) -> None:
+    def _maybe_roll(self, batch_size: int, timestamp_ms: int, last_offset: int) -> LogSegment:
+        """The segment to append to: the active one, or a new one when it is full or old enough."""
         seg = self._segments.active
         size = seg.size
         if size == 0:
-            return
+            return seg
         first = seg.first_batch_timestamp
         if (
             size + batch_size > self.config.segment_bytes
@@ -437,6 +436,8 @@ class MetadataLog:
             or not seg.can_hold(last_offset)
         ):
             self.roll()
+            return self._segments.active
+        return seg
 
     def roll(self) -> None:
         """Start a new segment at the log end.

@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 
 from kraftpy.log import CorruptLogError, LogSegment
-from kraftpy.log.batch_io import unchecked_header
 from kraftpy.log.loader import load_segments, segment_files
 from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion
-from protocol.record_batch import BatchHeader, build_metadata_batch
+from protocol.record_batch import BatchHeader, build_metadata_batch, read_batch_header
 
 ARGS = {"index_interval_bytes": 100, "max_index_entries": 1000}
 
@@ -20,7 +19,7 @@ def write(d: Path, base: int, offsets: list[int]) -> None:
     seg = LogSegment.create(d, base, now_ms=0, **ARGS)
     for offset in offsets:
         data = build_metadata_batch(offset, 1, 1_000, [ApiMessageAndVersion(mr.NoOpRecord(), 0)])
-        seg.append(data, [(0, unchecked_header(data))])
+        seg.append(data, [(0, read_batch_header(data))])
     seg.on_become_inactive()
     seg.close()
 

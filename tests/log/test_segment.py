@@ -8,11 +8,10 @@ from pathlib import Path
 import pytest
 
 from kraftpy.log import CorruptLogError, LogSegment, TornTail
-from kraftpy.log.batch_io import unchecked_header
 from kraftpy.log.errors import CorruptCheckpointError, FilePath
 from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion
-from protocol.record_batch import build_metadata_batch, iter_batches
+from protocol.record_batch import build_metadata_batch, iter_batches, read_batch_header
 
 ARGS = {"index_interval_bytes": 100, "max_index_entries": 1000}
 
@@ -28,7 +27,7 @@ def write_segment(d: Path, batches: int = 10) -> tuple[Path, list[int]]:
     for i in range(batches):
         data = batch(3 * i, timestamp=1_000 + i)
         starts.append(seg.size)
-        seg.append(data, [(0, unchecked_header(data))])
+        seg.append(data, [(0, read_batch_header(data))])
     seg.on_become_inactive()
     seg.close()
     return seg.path, starts
@@ -110,7 +109,7 @@ def test_a_bad_tail_of_an_older_segment_is_corruption(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_no_half_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     seg = LogSegment.create(tmp_path, 0, now_ms=0, **ARGS)
     first = batch(0)
-    seg.append(first, [(0, unchecked_header(first))])
+    seg.append(first, [(0, read_batch_header(first))])
     real_pwrite = os.pwrite
 
     def half_then_fail(fd: int, data: bytes, position: int) -> int:
@@ -120,7 +119,7 @@ def test_a_failed_write_leaves_no_half_batch(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(os, "pwrite", half_then_fail)
     second = batch(3)
     with pytest.raises(OSError):
-        seg.append(second, [(0, unchecked_header(second))])
+        seg.append(second, [(0, read_batch_header(second))])
     monkeypatch.setattr(os, "pwrite", real_pwrite)
     assert seg.path.stat().st_size == len(first) and (seg.size, seg.next_offset) == (len(first), 3)
     seg.close()

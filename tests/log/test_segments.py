@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kraftpy.log.batch_io import unchecked_header
 from kraftpy.log.segments import LogSegments
 from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion
-from protocol.record_batch import build_metadata_batch
+from protocol.record_batch import build_metadata_batch, read_batch_header
 
 
 def append(segments: LogSegments, offset: int) -> None:
     data = build_metadata_batch(offset, 1, 1_000, [ApiMessageAndVersion(mr.NoOpRecord(), 0)])
-    segments.active.append(data, [(0, unchecked_header(data))])
+    segments.active.append(data, [(0, read_batch_header(data))])
 
 
 def test_roll_cut_back_and_start_over(tmp_path: Path) -> None:
