@@ -116,3 +116,36 @@ def test_janitor_leaves_a_running_cluster_alone_and_ends_a_dead_runs_process(
             timeout=120,
             check=False,
         )
+
+
+def test_only_marked_namespaces_of_a_dead_run_are_deleted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.cluster import netns
+
+    existing: set[str] = set()
+    calls: list[tuple[str, ...]] = []
+
+    def fake_ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        calls.append(args)
+        if args[:2] == ("netns", "add"):
+            existing.add(args[2])
+        elif args[:2] == ("netns", "del"):
+            existing.discard(args[2])
+        return subprocess.CompletedProcess(["ip", *args], 0, "", "")
+
+    monkeypatch.setattr(netns, "_ip", fake_ip)
+    monkeypatch.setattr(netns, "TEST_MARKER_DIR", str(tmp_path / "markers"))
+    monkeypatch.setattr(netns, "list_namespaces", lambda: sorted(existing))
+    monkeypatch.setattr(netns, "remove_blackhole_route", lambda own_prefix=None: False)
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+
+    monkeypatch.delenv(launcher.TEST_RUN_ENV, raising=False)
+    netns.create("kp0000aa", 1)
+    monkeypatch.setenv(launcher.TEST_RUN_ENV, "4194305.1")
+    netns.create("kp0000bb", 1)
+    assert netns.marked_prefixes() == {"kp0000bb": "4194305.1"}
+
+    janitor.cleanup_namespaces(alive=lambda run_id: run_id != "4194305.1")
+    assert existing == {"kp0000aa-sw", "kp0000aa-n1"}
+    assert netns.marked_prefixes() == {}
