@@ -5,17 +5,26 @@ assignment into a directory that is not online on the broker (failed, LOST, or n
 makes that replica offline: the broker leaves the ISR and any leadership in the same record. An
 assignment into an online dir lets a leaderless partition elect again, so a replica that just got
 its place may lead right away.
+
+When the replica placed for the first time (it was UNASSIGNED) is the partition's preferred one,
+the same record runs a preferred election: under our stricter online rule a new partition on
+multi-dir brokers has no leader until the first assignment arrives, and that broker would otherwise
+keep every such leadership until the imbalance timer. Kafka counts UNASSIGNED online and so elects
+the preferred replica at creation; this gives the same leaders (docs/kip-deviations.md).
 """
 
 from __future__ import annotations
 
 from controller.core.context import ControllerManagers
 from controller.core.metadata_version import is_directory_assignment_supported
+from controller.core.partition_change import Election, LeaderAcceptor
 from controller.core.replication_control import OperationView
 from controller.core.result import ControllerResult
+from kraftpy.metadata import PartitionRegistration
 from protocol.errors import Errors, KafkaError
 from protocol.framing import ApiMessageAndVersion
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
+from protocol.uuid import UNASSIGNED, Uuid
 
 Resp = AssignReplicasToDirsResponse
 
@@ -62,6 +71,8 @@ def assign_replicas_to_dirs(
                     )
                     if not online and broker_id in partition.isr:
                         builder.set_target_isr([b for b in partition.isr if b != broker_id])
+                    elif _first_placement_of_preferred(partition, broker_id, directory, accept):
+                        builder.set_election(Election.PREFERRED)
                     record = builder.build()
                     if record is not None:
                         replication.apply(tp, partition, record, records, view)
@@ -71,3 +82,25 @@ def assign_replicas_to_dirs(
             out_topics.append(Resp.TopicData(TopicId=topic_data.TopicId, Partitions=out_partitions))
         out_dirs.append(Resp.DirectoryData(Id=directory, Topics=out_topics))
     return ControllerResult.of(records, Resp(ErrorCode=0, Directories=out_dirs))
+
+
+def _first_placement_of_preferred(
+    partition: PartitionRegistration, broker_id: int, directory: Uuid, accept: LeaderAcceptor
+) -> bool:
+    """Whether this assignment is what first lets the preferred replica lead.
+
+    Only a first placement: a replica moving between dirs or placed again after a failure leaves
+    leadership where it is, as Kafka does, for auto.leader.rebalance to restore. The ISR and
+    acceptor checks keep an unclean election (which PREFERRED does not fall back to) for partitions
+    whose preferred replica cannot lead anyway.
+    """
+    replicas = partition.replicas
+    return (
+        bool(replicas)
+        and replicas[0] == broker_id
+        and partition.leader != broker_id
+        and bool(partition.directories)
+        and partition.directories[0] == UNASSIGNED
+        and broker_id in partition.isr
+        and accept(broker_id, directory)
+    )
