@@ -125,6 +125,10 @@ class BrokerLifecycle:
         # dir id -> acknowledged by the controller
         self.offline_dirs: dict[Uuid, bool] = {}
         self._dir_deadlines: dict[Uuid, int] = {}
+        # Past their deadline, still unacknowledged, but not led here when it passed: the broker may
+        # learn only later that it leads there (metadata applied after the deadline), and must then
+        # stop at once rather than never.
+        self._overdue_dirs: set[Uuid] = set()
         self._registration_deadline_ms: int | None = None
         self._registration_failures = 0
         self._heartbeat_failures = 0
@@ -367,6 +371,11 @@ class BrokerLifecycle:
                 f"{self.config.initial_registration_timeout_ms}",
                 clean=False,
             )
+        for dir_id in sorted(self._overdue_dirs):
+            if self.offline_dirs.get(dir_id):
+                self._overdue_dirs.discard(dir_id)
+            elif self.leads_partitions_in_dir(dir_id):
+                return self._unreported_dir_shutdown(dir_id)
         for dir_id, deadline in sorted(self._dir_deadlines.items(), key=lambda kv: kv[1]):
             if now_ms < deadline:
                 continue
@@ -374,17 +383,21 @@ class BrokerLifecycle:
             if self.offline_dirs.get(dir_id):
                 continue
             if self.leads_partitions_in_dir(dir_id):
-                return Shutdown(
-                    f"could not report offline log dir {describe_directory(dir_id)} to the controller within "
-                    f"log.dir.failure.timeout.ms={self.config.log_dir_failure_timeout_ms} while leading "
-                    "partitions in it",
-                    clean=False,
-                )
+                return self._unreported_dir_shutdown(dir_id)
+            self._overdue_dirs.add(dir_id)
             log.warning(
                 "offline log dir still not acknowledged, but this broker leads no partition in it",
                 dir_id=str(dir_id),
             )
         return None
+
+    def _unreported_dir_shutdown(self, dir_id: Uuid) -> Shutdown:
+        return Shutdown(
+            f"could not report offline log dir {describe_directory(dir_id)} to the controller within "
+            f"log.dir.failure.timeout.ms={self.config.log_dir_failure_timeout_ms} while leading "
+            "partitions in it",
+            clean=False,
+        )
 
 
 def _describe(response: Any, error: str | None) -> str:

@@ -292,3 +292,54 @@ def test_reregistration_keeps_the_incarnation() -> None:
     assert reg.IncarnationId == INFO.incarnation_id
     h.lc.on_registration_response(h.clock.now_ms, BrokerRegistrationResponse(ErrorCode=0, BrokerEpoch=42))
     assert isinstance(h.poll()[0], SendHeartbeat)
+
+
+def test_dir_failure_deadline_fires_on_time_while_every_heartbeat_hangs() -> None:
+    """A heartbeat that never returns (controller gone, RPC retrying) must not hold the deadline."""
+    h = Harness(leads=True)
+    h.register()
+    h.heartbeat(ok())
+    failed_at = h.clock.now_ms
+    h.lc.on_dir_failure(D2, failed_at)
+    assert isinstance(h.one(SendHeartbeat), SendHeartbeat)  # and it hangs: no response ever
+    assert h.lc.next_wakeup_ms() == failed_at + CONFIG.log_dir_failure_timeout_ms
+    h.clock.now_ms = failed_at + CONFIG.log_dir_failure_timeout_ms - 1
+    assert h.poll() == []
+    h.advance_to_wakeup()
+    out = h.poll()
+    assert len(out) == 1 and isinstance(out[0], Shutdown) and not out[0].clean
+    assert h.clock.now_ms == failed_at + CONFIG.log_dir_failure_timeout_ms
+
+
+def test_overdue_dir_failure_stops_the_broker_once_it_learns_it_leads_there() -> None:
+    """The deadline can pass before the broker has applied the metadata that makes it leader in
+    the failed dir (the controller dead meanwhile): it stops as soon as it learns, not never."""
+    h = Harness(leads=False)
+    h.register()
+    h.heartbeat(ok())
+    failed_at = h.clock.now_ms
+    h.lc.on_dir_failure(D2, failed_at)
+    h.one(SendHeartbeat)  # hangs
+    h.clock.now_ms = failed_at + CONFIG.log_dir_failure_timeout_ms
+    assert h.poll() == []
+    assert h.lc.next_wakeup_ms() is None  # nothing to wake for: no busy loop while it waits
+    h.leads = True  # late metadata: it led partitions in D2 all along
+    h.clock.advance(1)
+    out = h.poll()
+    assert len(out) == 1 and isinstance(out[0], Shutdown) and not out[0].clean
+    assert "log.dir.failure.timeout.ms" in out[0].reason
+
+
+def test_overdue_dir_failure_acknowledged_later_never_stops_the_broker() -> None:
+    h = Harness(leads=False)
+    h.register()
+    h.heartbeat(ok())
+    h.lc.on_dir_failure(D2, h.clock.now_ms)
+    h.clock.advance(CONFIG.log_dir_failure_timeout_ms)
+    sent = h.one(SendHeartbeat)
+    assert D2 in sent.request.OfflineLogDirs  # type: ignore[attr-defined]
+    h.lc.on_heartbeat_response(h.clock.now_ms, ok())
+    h.leads = True
+    h.clock.advance(1)
+    assert all(not isinstance(o, Shutdown) for o in h.poll())
+    assert h.lc.shutdown is None

@@ -315,6 +315,15 @@ def test_unreported_failure_under_a_led_partition_stops_the_broker(
 
     where = wait_until("B leading from placed dirs", led_dirs)
     victim = ids.index(next(iter(where)))
+    # The controller's log showing B as leader is not B knowing it: on a busy machine the broker
+    # may not have applied those records yet, and with the controller killed it never would, so it
+    # rightly would not stop. Wait until it has.
+    last = cluster.records()[-1].offset
+    node = cluster.brokers[B]
+    wait_until(
+        "B applying its leadership",
+        lambda: h if (h := node.health()) and h["metadata_offset"] >= last else None,
+    )
     assert cluster.controller is not None
     cluster.controller.kill9()
     real_disks.disk_set.get(f"b{B}d{victim}").fail()
