@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgpack
@@ -37,11 +38,44 @@ def decode(body: bytes, encoding: Encoding) -> Any:
     try:
         if encoding == "msgpack":
             return msgpack.unpackb(body, raw=False, strict_map_key=True)
-        return json.loads(body)
+        obj = json.loads(body)
     except Exception as e:  # msgpack raises several unrelated types for bad input
         raise KafkaError(
             Errors.INVALID_REQUEST, f"body is not valid {encoding}: {type(e).__name__}: {e}"
         ) from None
+    # JSON's \uXXXX escapes can spell a lone surrogate, a str no UTF-8 reply, record or log line can
+    # carry; msgpack cannot (its strings must be valid UTF-8). Only bodies with such an escape are walked.
+    if _SURROGATE_ESCAPE.search(body) is not None:
+        where = _surrogate_path(obj, "")
+        if where is not None:
+            raise KafkaError(
+                Errors.INVALID_REQUEST, f"field '{where or '<body>'}' holds a lone UTF-16 surrogate, not text"
+            )
+    return obj
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogate_path(obj: Any, path: str) -> str | None:
+    """The path of the first string (value or key) holding a surrogate, or None."""
+    if isinstance(obj, str):
+        return path if _SURROGATE.search(obj) else None
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            sub = f"{path}.{k}" if path else str(k)
+            if _SURROGATE.search(k):
+                return path or "<key>"
+            found = _surrogate_path(v, sub)
+            if found is not None:
+                return found
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            found = _surrogate_path(v, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
 
 
 def encode(obj: Any, encoding: Encoding) -> bytes:

@@ -49,7 +49,8 @@ REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
 HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
 
-DEFAULT_MAX_BODY = 64 * 1024 * 1024
+DEFAULT_MAX_BODY = 104857600
+"""Kafka's socket.request.max.bytes default: the largest request body a process accepts."""
 
 log = structlog.get_logger("protocol.transport")
 
@@ -163,12 +164,17 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
         msg = f"Content-Type must be {codec.MSGPACK} or {codec.JSON}, got '{request.content_type}'"
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 400), Errors.INVALID_REQUEST
 
+    limit = request.client_max_size
+    too_large = f"request body larger than socket.request.max.bytes={limit}"
+    # Refused before reading when the size is announced, so an oversized body costs no memory.
+    if request.content_length is not None and request.content_length > limit:
+        return _reply(_error_body(Errors.INVALID_REQUEST, too_large), encoding, 413), Errors.INVALID_REQUEST
     try:
         version = _requested_version(request, spec)
         try:
             body = await request.read()
-        except web.HTTPRequestEntityTooLarge as e:
-            raise KafkaError(Errors.INVALID_REQUEST, f"body larger than {e.max_size} bytes") from None
+        except web.HTTPRequestEntityTooLarge:
+            return _reply(_error_body(Errors.INVALID_REQUEST, too_large), encoding, 413), Errors.INVALID_REQUEST
         req = spec.request_model.from_wire(codec.decode(body, encoding), version)
     except KafkaError as e:
         status = 400

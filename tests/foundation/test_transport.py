@@ -301,3 +301,50 @@ async def test_client_reuses_one_connection(server: tuple[web.Application, str])
         for _ in range(5):
             await c.call("BrokerHeartbeat", BrokerHeartbeatRequest(BrokerId=1))
     assert len(peers) == 1  # every call came over the same kept-alive connection
+
+
+async def test_lone_surrogate_in_a_string_is_invalid_request_naming_the_field(
+    server: tuple[web.Application, str],
+) -> None:
+    """JSON can spell a lone surrogate (\\ud800) that no UTF-8 reply can carry: refuse it at the edge."""
+    _, url = server
+    body = json.dumps({"BrokerId": 1, "BrokerEpoch": 1, "ClusterId": "\ud800", "CurrentMetadataOffset": 0})
+    status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", body.encode("utf-8", "surrogatepass"), "application/json")
+    assert status == 400 and data["ErrorCode"] == Errors.INVALID_REQUEST
+    calls_before = len(calls)
+    assert "ClusterId" in data["ErrorMessage"]
+    # msgpack spells it only as invalid UTF-8, which is refused too
+    packed = msgpack.packb({"BrokerId": 1, "BrokerEpoch": 1, "ClusterId": b"\xed\xa0\x80"}, use_bin_type=False)
+    status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", packed, "application/msgpack")
+    assert status == 400 and data["ErrorCode"] == Errors.INVALID_REQUEST
+    assert len(calls) == calls_before
+
+
+async def test_body_over_socket_request_max_bytes_is_refused_with_invalid_request() -> None:
+    app = create_app({"BrokerHeartbeat": heartbeat}, client_max_size=1000)
+    runner, port = await start_server(app, "127.0.0.1", 0)
+    try:
+        url = f"http://127.0.0.1:{port}/rpc/BrokerHeartbeat"
+        big = json.dumps({"BrokerId": 1, "ClusterId": "x" * 5000}).encode()
+        status, data, _ = await _post(url, big, "application/json")
+        assert status == 413 and data["ErrorCode"] == Errors.INVALID_REQUEST
+        assert "socket.request.max.bytes=1000" in data["ErrorMessage"]
+
+        async def chunks() -> AsyncIterator[bytes]:
+            yield big[:600]
+            yield big[600:]
+
+        # no Content-Length (chunked): refused once the limit is crossed while reading
+        async with aiohttp.ClientSession() as s, s.post(
+            url, data=chunks(), headers={"Content-Type": "application/json"}
+        ) as r:
+            assert r.status == 413
+            assert json.loads(await r.read())["ErrorCode"] == Errors.INVALID_REQUEST
+    finally:
+        await runner.cleanup()
+
+
+def test_default_body_limit_is_kafkas_socket_request_max_bytes() -> None:
+    from protocol.transport.server import DEFAULT_MAX_BODY
+
+    assert DEFAULT_MAX_BODY == 104857600
