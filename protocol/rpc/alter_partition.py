@@ -12,19 +12,19 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int8, Int16, Int32, Int64, Uuid
+from protocol.rpc.types import Int8, Int16, Int32, Int64, NodeId, Uuid
 from protocol.uuid import Uuid as _Uuid
 
 
 class AlterPartitionRequest(RpcMessage):
     class BrokerState(RpcMessage):
-        BrokerId: Int32 = 0
+        BrokerId: NodeId = 0
         BrokerEpoch: Int64 = -1
 
     class PartitionData(RpcMessage):
         PartitionIndex: Int32 = 0
         LeaderEpoch: Int32 = 0
-        NewIsr: Annotated[list[Int32], versions("0-2")] = Field(default_factory=list)
+        NewIsr: Annotated[list[NodeId], versions("0-2")] = Field(default_factory=list)
         NewIsrWithEpochs: Annotated[list[AlterPartitionRequest.BrokerState], versions("3+")] = Field(
             default_factory=list
         )
@@ -36,7 +36,7 @@ class AlterPartitionRequest(RpcMessage):
         TopicId: Annotated[Uuid, versions("2+", ignorable=True)] = _Uuid.ZERO
         Partitions: list[AlterPartitionRequest.PartitionData] = Field(default_factory=list)
 
-    BrokerId: Int32 = 0
+    BrokerId: NodeId = 0
     BrokerEpoch: Int64 = -1
     Topics: list[TopicData] = Field(default_factory=list)
 

@@ -6,7 +6,7 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Int64, Uuid
+from protocol.rpc.types import Int16, Int32, Int64, NodeId, Uuid
 from protocol.uuid import Uuid as _Uuid
 
 # Keeps a request under 64 KB with 10 directories (Kafka's AssignReplicasToDirsRequest).
@@ -25,7 +25,7 @@ class AssignReplicasToDirsRequest(RpcMessage):
         Id: Uuid = _Uuid.ZERO
         Topics: list[AssignReplicasToDirsRequest.TopicData] = Field(default_factory=list)
 
-    BrokerId: Int32 = 0
+    BrokerId: NodeId = 0
     BrokerEpoch: Int64 = -1
     Directories: list[DirectoryData] = Field(default_factory=list)
 

@@ -8,11 +8,11 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Int64, Uuid
+from protocol.rpc.types import Int16, Int32, Int64, NodeId, Uuid
 
 
 class BrokerHeartbeatRequest(RpcMessage):
-    BrokerId: Int32 = 0
+    BrokerId: NodeId = 0
     BrokerEpoch: Int64 = -1
     CurrentMetadataOffset: Int64 = 0
     WantFence: bool = False

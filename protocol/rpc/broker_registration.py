@@ -12,7 +12,7 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Int64, UInt16, Uuid
+from protocol.rpc.types import Int16, Int32, Int64, NodeId, UInt16, Uuid
 from protocol.uuid import Uuid as _Uuid
 
 
@@ -28,7 +28,7 @@ class BrokerRegistrationRequest(RpcMessage):
         MinSupportedVersion: Int16 = 0
         MaxSupportedVersion: Int16 = 0
 
-    BrokerId: Int32 = 0
+    BrokerId: NodeId = 0
     ClusterId: str = ""
     IncarnationId: Uuid = _Uuid.ZERO
     Listeners: list[Listener] = Field(default_factory=list)

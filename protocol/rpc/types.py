@@ -20,6 +20,10 @@ Int16 = Annotated[int, Field(ge=-(2**15), le=2**15 - 1)]
 Int32 = Annotated[int, Field(ge=-(2**31), le=2**31 - 1)]
 Int64 = Annotated[int, Field(ge=-(2**63), le=2**63 - 1)]
 UInt16 = Annotated[int, Field(ge=0, le=2**16 - 1)]
+NodeId = Annotated[int, Field(ge=0, le=2**31 - 1)]
+"""A broker id a broker sends about itself or a replica: Kafka's node ids are never negative, and
+negative ones mean something else in records (-1 no leader, -2 "no change" in PartitionChangeRecord),
+so one taken from a request could fence nothing or leave a fenced broker leading."""
 
 
 def _to_uuid(value: Any) -> _Uuid:
@@ -67,4 +71,4 @@ class _UuidSchema:
 Uuid = Annotated[_Uuid, _UuidSchema()]
 """Field annotation for a Kafka uuid; values are `protocol.uuid.Uuid`."""
 
-__all__ = ["Int8", "Int16", "Int32", "Int64", "UInt16", "Uuid"]
+__all__ = ["Int8", "Int16", "Int32", "Int64", "NodeId", "UInt16", "Uuid"]
