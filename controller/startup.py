@@ -59,6 +59,8 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
             default_num_partitions=cfg.num_partitions,
             default_replication_factor=cfg.default_replication_factor,
             unclean_leader_election_enable=cfg.unclean_leader_election_enable,
+            max_partitions_per_request=cfg.kraftpy_max_partitions_per_request,
+            max_partitions=cfg.kraftpy_max_partitions,
             zk_migration_enabled=cfg.zookeeper_metadata_migration_enable,
         )
     )

@@ -205,6 +205,9 @@ class KafkaConfig(BaseModel):
     # -- topics and replication
     num_partitions: Int = Field(1, alias="num.partitions", ge=1)
     default_replication_factor: Int = Field(1, alias="default.replication.factor", ge=1)
+    # kraftpy's own caps on CreateTopics (docs/kip-deviations.md): per request and for the cluster.
+    kraftpy_max_partitions_per_request: Int = Field(100000, alias="kraftpy.max.partitions.per.request", ge=1)
+    kraftpy_max_partitions: Int = Field(1000000, alias="kraftpy.max.partitions", ge=1)
     min_insync_replicas: Int = Field(1, alias="min.insync.replicas", ge=1)
     replica_lag_time_max_ms: Long = Field(30000, alias="replica.lag.time.max.ms")
     replica_fetch_wait_max_ms: Int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)

@@ -23,6 +23,10 @@ class ControllerConfig:
     default_num_partitions: int = 1  # num.partitions
     default_replication_factor: int = 1  # default.replication.factor
     unclean_leader_election_enable: bool = False  # unclean.leader.election.enable
+    # kraftpy's own caps (Kafka has none by default): a CreateTopics asking for billions of
+    # partitions would otherwise block the controller's event loop in placement and eat its memory.
+    max_partitions_per_request: int = 100_000  # kraftpy.max.partitions.per.request
+    max_partitions: int = 1_000_000  # kraftpy.max.partitions (the whole cluster)
     zk_migration_enabled: bool = False  # zookeeper.metadata.migration.enable
     random_seed: int | None = None
     """Seeds placement and topic ids; None draws from the OS (tests pass a number)."""

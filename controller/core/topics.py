@@ -9,6 +9,7 @@ multi-dir broker. Records: TopicRecord, then ConfigRecords, then PartitionRecord
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 from controller.core.configuration_control import validate_topic_config
 from controller.core.context import ControllerManagers
@@ -192,14 +193,23 @@ def _create_topic(
     )
 
 
+def _requested_partitions(m: ControllerManagers, topic: CreateTopicsRequest.CreatableTopic) -> int:
+    if topic.Assignments:
+        return len(topic.Assignments)
+    return m.config.default_num_partitions if topic.NumPartitions == -1 else topic.NumPartitions
+
+
 def create_topics(
     m: ControllerManagers, req: CreateTopicsRequest, version: int
 ) -> ControllerResult[CreateTopicsResponse]:
     records: list[ApiMessageAndVersion] = []
     view = OperationView()
     results = []
-    names = [t.Name for t in req.Topics]
-    duplicated = {n for n in names if names.count(n) > 1}
+    duplicated = {n for n, k in Counter(t.Name for t in req.Topics).items() if k > 1}
+    cfg = m.config
+    in_request = 0
+    # Counted once per request, only when someone asks for partitions at all.
+    in_cluster: int | None = None
     for topic in req.Topics:
         if topic.Name in duplicated:
             results.append(
@@ -211,7 +221,31 @@ def create_topics(
             )
             continue
         try:
-            results.append(_create_topic(m, topic, records, view))
+            # The caps come before any placement or record, so a huge count costs nothing.
+            wanted = _requested_partitions(m, topic)
+            if wanted > cfg.max_partitions_per_request:
+                raise KafkaError(
+                    Errors.INVALID_PARTITIONS,
+                    f"NumPartitions {wanted} exceeds kraftpy.max.partitions.per.request="
+                    f"{cfg.max_partitions_per_request}.",
+                )
+            if in_request + wanted > cfg.max_partitions_per_request:
+                raise KafkaError(
+                    Errors.POLICY_VIOLATION,
+                    f"This request would create {in_request + wanted} partitions, more than "
+                    f"kraftpy.max.partitions.per.request={cfg.max_partitions_per_request}.",
+                )
+            if in_cluster is None:
+                in_cluster = sum(len(t.partitions) for t in m.replication.topics.values())
+            if in_cluster + in_request + wanted > cfg.max_partitions:
+                raise KafkaError(
+                    Errors.POLICY_VIOLATION,
+                    f"The cluster would have {in_cluster + in_request + wanted} partitions, more than "
+                    f"kraftpy.max.partitions={cfg.max_partitions}.",
+                )
+            result = _create_topic(m, topic, records, view)
+            results.append(result)
+            in_request += result.NumPartitions
         except KafkaError as e:
             results.append(
                 CreateTopicsResponse.CreatableTopicResult(

@@ -159,3 +159,61 @@ def test_delete_topics_by_name_and_id() -> None:
     ]
     result = ctx.core.delete_topics(D(Topics=[D.DeleteTopicState(TopicId=tid_b)]), 6)
     assert result.response.Responses[0].ErrorCode == Errors.UNKNOWN_TOPIC_ID and result.records == []
+
+
+def test_huge_partition_count_is_refused_before_placement_even_validate_only() -> None:
+    ctx = cluster()
+    T = CreateTopicsRequest
+    for validate_only in (True, False):
+        req = T(
+            Topics=[T.CreatableTopic(Name="huge", NumPartitions=2147483647, ReplicationFactor=1)],
+            ValidateOnly=validate_only,
+        )
+        result = ctx.core.create_topics(req, 7)  # fails fast: no placement of 2**31 partitions
+        topic = result.response.Topics[0]
+        assert topic.ErrorCode == Errors.INVALID_PARTITIONS
+        assert "kraftpy.max.partitions.per.request=100000" in (topic.ErrorMessage or "")
+        assert result.records == []
+
+
+def test_partition_caps_per_request_and_per_cluster() -> None:
+    from dataclasses import replace
+
+    ctx = cluster()
+    ctx.core.m.config = replace(ctx.core.m.config, max_partitions_per_request=10, max_partitions=14)
+    T = CreateTopicsRequest
+    req = T(
+        Topics=[
+            T.CreatableTopic(Name="a", NumPartitions=6, ReplicationFactor=1),
+            T.CreatableTopic(Name="b", NumPartitions=6, ReplicationFactor=1),
+            T.CreatableTopic(Name="c", NumPartitions=4, ReplicationFactor=1),
+        ]
+    )
+    result = ctx.apply(ctx.core.create_topics(req, 7))
+    assert [(t.Name, t.ErrorCode) for t in result.response.Topics] == [
+        ("a", 0),
+        ("b", Errors.POLICY_VIOLATION),
+        ("c", 0),
+    ]
+    assert "kraftpy.max.partitions.per.request=10" in (result.response.Topics[1].ErrorMessage or "")
+    result = ctx.apply(ctx.core.create_topics(T(Topics=[T.CreatableTopic(Name="d", NumPartitions=5)]), 7))
+    assert result.response.Topics[0].ErrorCode == Errors.POLICY_VIOLATION
+    assert "kraftpy.max.partitions=14" in (result.response.Topics[0].ErrorMessage or "")
+    assert set(ctx.core.m.replication.topics_by_name) == {"a", "c"}
+
+
+def test_duplicate_name_check_is_linear() -> None:
+    import time
+
+    ctx = cluster()
+    T = CreateTopicsRequest
+    # Distinct names, each refused at once (0 partitions): only the duplicate check can be slow.
+    topics = [T.CreatableTopic(Name=f"t{i}", NumPartitions=0) for i in range(30_000)]
+    topics.append(T.CreatableTopic(Name="t0", NumPartitions=0))
+    start = time.perf_counter()
+    result = ctx.core.create_topics(T(Topics=topics, ValidateOnly=True), 7)
+    # Quadratic took seconds here; linear is milliseconds. The bound leaves room for a busy machine.
+    assert time.perf_counter() - start < 1.5
+    codes = [t.ErrorCode for t in result.response.Topics]
+    assert codes[0] == codes[-1] == Errors.INVALID_REQUEST
+    assert set(codes[1:-1]) == {Errors.INVALID_PARTITIONS}
