@@ -210,7 +210,7 @@ class BrokerServer:
             server_started_at=server_started_at,
             now_ms=self.now_ms,
         )
-        self.app = create_app({}, health=self._health)
+        self.app = create_app({}, health=self._health, client_max_size=cfg.socket_request_max_bytes)
         self.metrics = BrokerMetrics(self.app[REGISTRY], self.readiness.stats)
         if self.dataplane is not None:
             self.dataplane.install(self.app)

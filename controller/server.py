@@ -158,7 +158,12 @@ class ControllerServer:
 
         listener_name = (self.cfg.controller_listener_names or ["CONTROLLER"])[0]
         endpoint = self.cfg.listener(listener_name)
-        app = create_app(apis.handlers(), registry=self.registry, health=self._health)
+        app = create_app(
+            apis.handlers(),
+            registry=self.registry,
+            health=self._health,
+            client_max_size=self.cfg.socket_request_max_bytes,
+        )
         try:
             self._runner, self.port = await start_server(app, endpoint.host or "0.0.0.0", endpoint.port)
         except OSError as e:

@@ -217,6 +217,8 @@ class KafkaConfig(BaseModel):
         5000, alias="replica.high.watermark.checkpoint.interval.ms", ge=1
     )
     replica_socket_timeout_ms: Int = Field(30000, alias="replica.socket.timeout.ms")
+    # The largest RPC body a node reads; larger ones are refused (INVALID_REQUEST, HTTP 413).
+    socket_request_max_bytes: Int = Field(104857600, alias="socket.request.max.bytes", ge=1)
     unclean_leader_election_enable: Bool = Field(False, alias="unclean.leader.election.enable")
     auto_leader_rebalance_enable: Bool = Field(True, alias="auto.leader.rebalance.enable")
     leader_imbalance_check_interval_seconds: Long = Field(

@@ -163,3 +163,8 @@ def test_every_field_has_a_kafka_name() -> None:
     names = KafkaConfig.kafka_names()
     assert len(names) == len(KafkaConfig.model_fields)
     assert all("." in n or n == "listeners" for n in names)
+
+
+def test_socket_request_max_bytes_is_kafkas_default_and_settable() -> None:
+    assert KafkaConfig.from_properties({}).socket_request_max_bytes == 104857600
+    assert KafkaConfig.from_properties({"socket.request.max.bytes": "1000"}).socket_request_max_bytes == 1000
