@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -60,13 +59,7 @@ def cleanup_namespaces(alive: Callable[[str], bool] = launcher.owning_run_alive)
             for n in netns.list_namespaces()
             if n == netns.switch_name(prefix) or n.startswith(f"{prefix}-n")
         ]
-        for ns in names:
-            for pid in netns.pids_in(ns):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-                    actions.append(f"pid {pid} in {ns} killed")
-        if names:
-            time.sleep(0.2)
+        actions += netns.kill_processes_in(names)
         actions += netns.destroy(prefix)
     # The route guards every multi-host cluster; it goes only when no switch namespace is left.
     if dead and netns.remove_blackhole_route():

@@ -6,12 +6,9 @@ down with it, so never run it beside one.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
 import subprocess
-import time
 
 from tools.cluster import netns
 
@@ -27,13 +24,7 @@ def cleanup_leftovers() -> list[str]:
         return []
     actions: list[str] = []
     names = stale_namespaces()
-    for ns in names:
-        for pid in netns.pids_in(ns):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-                actions.append(f"pid {pid} in {ns} killed")
-    if names:
-        time.sleep(0.2)
+    actions += netns.kill_processes_in(names)
     for ns in names:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
         actions.append(f"namespace {ns} deleted")

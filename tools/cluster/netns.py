@@ -19,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import subprocess
+import time
 from collections.abc import Sequence
 
 from tools.cluster.errors import ClusterError
@@ -135,6 +137,20 @@ def marked_prefixes() -> dict[str, str]:
 def pids_in(netns: str) -> list[int]:
     proc = _ip("netns", "pids", netns, check=False)
     return [int(x) for x in proc.stdout.split() if x.isdigit()]
+
+
+def kill_processes_in(namespaces: Sequence[str]) -> list[str]:
+    """SIGKILL whatever still runs inside `namespaces`, so they can be deleted; what was killed."""
+    actions: list[str] = []
+    for ns in namespaces:
+        for pid in pids_in(ns):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                actions.append(f"pid {pid} in {ns} killed")
+    if namespaces:
+        # The kernel frees a namespace only once its last process is reaped.
+        time.sleep(0.2)
+    return actions
 
 
 def _route_present() -> bool:
