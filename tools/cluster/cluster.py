@@ -13,6 +13,7 @@ Everything is recorded in `<work dir>/cluster.json` before it is created, so ano
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shutil
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -299,7 +301,7 @@ class LocalCluster:
             argv = netns.wrap(launcher.node_command(node.role, node.config), node.netns)
             Path(node.log).parent.mkdir(parents=True, exist_ok=True)
             with open(node.log, "ab") as f:
-                f.write(f"---- {time.strftime('%Y-%m-%dT%H:%M:%S')} starting {name}\n".encode())
+                f.write(_start_line(name, node.role))
             proc = launcher.spawn(argv, node.log, name=name, cwd=self.work_dir)
             restarts = rec.restarts + 1 if rec is not None else 0
             st.processes[name] = ProcessRecord(proc.pid, proc.start_time, time.time(), "running", restarts)
@@ -601,3 +603,18 @@ def run_client(
     return subprocess.run(
         cluster.client_command(argv), capture_output=True, text=True, timeout=timeout, check=False
     )
+
+
+def _start_line(name: str, role: str) -> bytes:
+    """Where each (re)start begins in a node's log: a JSON line like the server's own, so that
+    `jq` and the log readers take the whole file."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    line = {
+        "event": "node starting",
+        "node": name,
+        "role": role,
+        "level": "info",
+        "logger": "kraftpy.cluster",
+        "timestamp": stamp,
+    }
+    return (json.dumps(line) + "\n").encode()
