@@ -157,3 +157,13 @@ def test_replica_assignment_flag() -> None:
     for bad in ("1:1", "1:2,3", "a:b", "1:2,"):
         with pytest.raises(UserError):
             parse_assignment(bad)
+
+
+def test_perf_payloads_are_printable_capitals_of_the_record_size() -> None:
+    # kafka-producer-perf-test sends capital letters, so a console consumer shows text, not noise.
+    from tools.client.perf import _letters
+
+    for size in (0, 1, 100, 1000):
+        payload = _letters(size)
+        assert len(payload) == size
+        assert payload.isalpha() and payload.isupper() or size == 0

@@ -1,6 +1,7 @@
 """Producer and consumer throughput runs (kafka-producer-perf-test / kafka-consumer-perf-test).
 
-`produce_perf` sends `num_records` records of `record_size` random bytes as fast as the producer
+`produce_perf` sends `num_records` records of `record_size` random capital letters (as
+kafka-producer-perf-test does, so a console consumer prints them) as fast as the producer
 takes them (or at `throughput` records/s), timing each record from `send` to its delivery report;
 `consume_perf` reads `messages` records from the beginning. Both report through a callback so a
 CLI can draw a progress line and a benchmark can just collect the result.
@@ -12,7 +13,7 @@ import asyncio
 import contextlib
 import functools
 import math
-import os
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -80,7 +81,7 @@ async def produce_perf(
     on_progress: Callable[[ProduceStats], None] | None = None,
     progress_interval_s: float = 0.5,
 ) -> ProduceStats:
-    payloads = [os.urandom(record_size) for _ in range(min(num_records, 64))] or [b""]
+    payloads = [_letters(record_size) for _ in range(min(num_records, 64))] or [b""]
     stats = ProduceStats(num_records, record_size)
     sent_at: list[float] = []
     futures: list[RecordFuture] = []
@@ -179,3 +180,10 @@ async def consume_perf(
             on_progress(stats)
     stats.finished = time.monotonic()
     return stats
+
+
+def _letters(size: int) -> bytes:
+    return bytes(random.choices(_CAPITALS, k=size))
+
+
+_CAPITALS = range(ord("A"), ord("Z") + 1)
