@@ -166,4 +166,4 @@ def test_perf_payloads_are_printable_capitals_of_the_record_size() -> None:
     for size in (0, 1, 100, 1000):
         payload = _letters(size)
         assert len(payload) == size
-        assert payload.isalpha() and payload.isupper() or size == 0
+        assert size == 0 or (payload.isalpha() and payload.isupper())
