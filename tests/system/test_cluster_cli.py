@@ -66,10 +66,19 @@ def test_cluster_cli_on_plain_dirs(tmp_path: Path) -> None:
         assert bad.returncode == 2 and "real disk" in bad.stderr
 
         run_kraftpy("cluster", "stop", "1", "--work-dir", str(work))
-        assert "restored" in run_kraftpy("cluster", "heal", "1", "0", "--work-dir", str(work)).stdout
+        healed = run_kraftpy("cluster", "heal", "1", "0", "--work-dir", str(work)).stdout
+        assert "restored" in healed
+        # What is left to do is said plainly: here, start the stopped broker.
+        assert "broker 1 is not running" in healed and "kraftpy cluster start 1" in healed
         run_kraftpy("cluster", "start", "1", "--work-dir", str(work), timeout=120)
         text = run_kraftpy("cluster", "status", "--work-dir", str(work)).stdout
         assert "broker 1" in text and "log dirs" in text
+
+        # Healed under a running broker: the dir stays offline there until a restart, as in Kafka.
+        run_kraftpy("cluster", "fail", "2", "1", "--work-dir", str(work))
+        healed = run_kraftpy("cluster", "heal", "2", "1", "--work-dir", str(work)).stdout
+        assert "restored" in healed and "keeps this dir offline until it restarts" in healed
+        assert "kraftpy cluster stop 2" in healed and "kraftpy cluster start 2" in healed
     finally:
         pids = []
         if (work / "cluster.json").exists():

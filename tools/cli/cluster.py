@@ -211,9 +211,24 @@ def _fail(args: argparse.Namespace) -> int:
 
 def _heal(args: argparse.Namespace) -> int:
     cluster = _existing(args)
-    for line in _guard(lambda: cluster.heal_dir(args.broker, args.dir, timeout=0)):
+    lines = _guard(lambda: cluster.heal_dir(args.broker, args.dir, timeout=0))
+    for line in lines:
         print(line)
+    if lines:
+        print(_after_heal(cluster, args.broker))
     return 0
+
+
+def _after_heal(cluster: LocalCluster, broker_id: int) -> str:
+    """What is left to do: like Kafka's, a broker never takes back a log dir it marked offline."""
+    where = f"--work-dir {cluster.work_dir}"
+    _pid, state = cluster.process_state(cluster.broker(broker_id).name)
+    if state == "running":
+        return (
+            f"broker {broker_id} keeps this dir offline until it restarts: "
+            f"kraftpy cluster stop {broker_id} {where} && kraftpy cluster start {broker_id} {where}"
+        )
+    return f"broker {broker_id} is not running; it uses the dir again once started: kraftpy cluster start {broker_id} {where}"
 
 
 def _stop(args: argparse.Namespace) -> int:
