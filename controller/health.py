@@ -45,7 +45,7 @@ def controller_stats(
         fenced_brokers=fenced,
         active_brokers=len(cluster.registrations) - fenced,
         topics=len(replication.topics),
-        partitions=sum(len(t.partitions) for t in replication.topics.values()),
+        partitions=replication.partition_count(),
         offline_partitions=core.offline_partition_count(),
         log_end_offset=raft.log_end_offset,
         high_watermark=raft.high_watermark,

@@ -48,6 +48,7 @@ _ReplicationSnapshot = tuple[
     dict[int, _PartitionSet],
     dict[int, _PartitionSet],
     _PartitionSet,
+    int,
 ]
 
 
@@ -110,6 +111,8 @@ class ReplicationControlManager:
         self._isr: dict[int, dict[TopicIdPartition, None]] = {}
         self._leaders: dict[int, dict[TopicIdPartition, None]] = {}
         self._leaderless: dict[TopicIdPartition, None] = {}
+        # Kept by replay so the partition caps and the GlobalPartitionCount gauge never walk every topic.
+        self._partition_count = 0
 
     # ---- replay ------------------------------------------------------------------------------
 
@@ -153,6 +156,10 @@ class ReplicationControlManager:
     def _reindex(
         self, tp: TopicIdPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
+        if old is None:
+            self._partition_count += new is not None
+        elif new is None:
+            self._partition_count -= 1
         if old is None or new is None or old.replicas != new.replicas or old.directories != new.directories:
             if old is not None:
                 for b, d in zip(old.replicas, old.directories, strict=True):
@@ -222,6 +229,9 @@ class ReplicationControlManager:
 
     def offline_partition_count(self) -> int:
         return len(self._leaderless)
+
+    def partition_count(self) -> int:
+        return self._partition_count
 
     def has_leaderships(self, broker_id: int, view: OperationView | None = None) -> bool:
         led = self._leaders.get(broker_id)
@@ -491,6 +501,7 @@ class ReplicationControlManager:
             {b: dict(tps) for b, tps in self._isr.items()},
             {b: dict(tps) for b, tps in self._leaders.items()},
             dict(self._leaderless),
+            self._partition_count,
         )
 
     def restore(self, snapshot: _ReplicationSnapshot) -> None:
@@ -501,6 +512,7 @@ class ReplicationControlManager:
             self._isr,
             self._leaders,
             self._leaderless,
+            self._partition_count,
         ) = snapshot
 
     def state(self) -> tuple[object, ...]:

@@ -208,8 +208,7 @@ def create_topics(
     duplicated = {n for n, k in Counter(t.Name for t in req.Topics).items() if k > 1}
     cfg = m.config
     in_request = 0
-    # Counted once per request, only when someone asks for partitions at all.
-    in_cluster: int | None = None
+    in_cluster = m.replication.partition_count()
     for topic in req.Topics:
         if topic.Name in duplicated:
             results.append(
@@ -235,8 +234,6 @@ def create_topics(
                     f"This request would create {in_request + wanted} partitions, more than "
                     f"kraftpy.max.partitions.per.request={cfg.max_partitions_per_request}.",
                 )
-            if in_cluster is None:
-                in_cluster = sum(len(t.partitions) for t in m.replication.topics.values())
             if in_cluster + in_request + wanted > cfg.max_partitions:
                 raise KafkaError(
                     Errors.POLICY_VIOLATION,

@@ -85,3 +85,11 @@ def test_after_an_abort_operations_write_what_they_would_have_written_without_th
         plain.heartbeat(1, offline=("1b",))
     )
     assert aborted.core.state() == plain.core.state()
+
+
+def test_the_partition_count_follows_replay() -> None:
+    ctx = cluster()
+    replication = ctx.core.m.replication
+    assert replication.partition_count() == sum(len(t.partitions) for t in replication.topics.values()) == 4
+    ctx.create_topic("more", partitions=3, rf=2)
+    assert replication.partition_count() == 7
