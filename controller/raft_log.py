@@ -55,12 +55,12 @@ def read_committed(mlog: MetadataLog, offset: int, max_bytes: int, high_watermar
 
 
 def read_snapshot_chunk(mlog: MetadataLog, sid: OffsetAndEpoch, position: int, length: int) -> bytes | None:
-    from kraftpy.metalog.errors import MetadataLogError
+    from kraftpy.log.errors import LogError
     from kraftpy.metalog.files import SnapshotId
 
     try:
         return mlog.read_snapshot_bytes(SnapshotId(sid.offset, sid.epoch), position, length)
-    except (OSError, MetadataLogError):
+    except (OSError, LogError):
         # Deleted by retention meanwhile: the follower asks again from the latest snapshot.
         return None
 

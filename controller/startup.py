@@ -42,7 +42,7 @@ class LoadedMetadata:
 def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
     from controller.core import ControllerConfig, QuorumControllerCore
     from kraftpy.image import MetadataDelta, MetadataImage
-    from kraftpy.metalog.errors import MetadataLogError
+    from kraftpy.log.errors import LogError
     from kraftpy.metalog.log import MetadataLog, MetadataLogConfig
     from kraftpy.storage import EnsembleError, MetaPropertiesError, initialize_log_dirs
 
@@ -67,7 +67,7 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
     delta = MetadataDelta(MetadataImage.EMPTY)
     try:
         mlog = MetadataLog.open(cfg.metadata_log_dir_path, MetadataLogConfig.from_server_config(cfg))
-    except (MetadataLogError, OSError) as e:
+    except (LogError, OSError) as e:
         raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir_path}: {e}") from None
     try:
         replayed = _replay_log(mlog, core, delta)

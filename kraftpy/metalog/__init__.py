@@ -9,10 +9,9 @@ thread; `GroupCommitLog` is the asyncio face.
 """
 
 from kraftpy.log.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
-from kraftpy.log.errors import CorruptLogError, OffsetOutOfRangeError
+from kraftpy.log.errors import CorruptLogError, LogError, OffsetOutOfRangeError
 from kraftpy.log.segment import TornTail
 from kraftpy.metalog.checkpoints import QuorumStateData
-from kraftpy.metalog.errors import MetadataLogError
 from kraftpy.metalog.files import PARTITION_DIR, SnapshotId
 from kraftpy.metalog.group_commit import GroupCommitLog
 from kraftpy.metalog.log import MetadataLog, MetadataLogConfig, RecoveryReport
@@ -27,9 +26,9 @@ __all__ = [
     "GroupCommitLog",
     "LeaderEpochCache",
     "LogEntry",
+    "LogError",
     "MetadataLog",
     "MetadataLogConfig",
-    "MetadataLogError",
     "OffsetAndEpoch",
     "OffsetOutOfRangeError",
     "QuorumStateData",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kraftpy.metalog.errors import MetadataLogError
+from kraftpy.log.errors import LogError
 from kraftpy.storage.atomic import atomic_write
 from protocol.uuid import Uuid
 
@@ -71,7 +71,7 @@ class QuorumStateData:
                 data_version=int(doc["data_version"]),
             )
         except (ValueError, KeyError, TypeError) as e:
-            raise MetadataLogError(f"{path}: not a quorum-state file: {e}") from None
+            raise LogError(f"{path}: not a quorum-state file: {e}") from None
 
 
 def read_quorum_state(path: Path) -> QuorumStateData | None:

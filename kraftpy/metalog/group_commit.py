@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from kraftpy.metalog.errors import MetadataLogError
+from kraftpy.log.errors import LogError
 from kraftpy.metalog.log import MetadataLog
 from protocol.framing import ApiMessageAndVersion
 
@@ -116,9 +116,9 @@ class GroupCommitLog:
 
     def _check(self) -> None:
         if self._failure is not None:
-            raise MetadataLogError(f"{self.log.dir}: the metadata log failed earlier: {self._failure}")
+            raise LogError(f"{self.log.dir}: the metadata log failed earlier: {self._failure}")
         if self._closed:
-            raise MetadataLogError(f"{self.log.dir}: the metadata log is closed")
+            raise LogError(f"{self.log.dir}: the metadata log is closed")
 
     async def close(self) -> None:
         """Wait for a running fsync, flush and close the log, stop the executor."""

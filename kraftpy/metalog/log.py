@@ -27,7 +27,7 @@ import structlog
 
 from kraftpy.log.batch_io import crc_matches
 from kraftpy.log.epoch_cache import EpochEntry, LeaderEpochCache, OffsetAndEpoch
-from kraftpy.log.errors import CorruptLogError, OffsetOutOfRangeError
+from kraftpy.log.errors import CorruptLogError, LogError, OffsetOutOfRangeError
 from kraftpy.log.leader_epoch_checkpoint import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     read_leader_epoch_checkpoint,
@@ -38,7 +38,6 @@ from kraftpy.log.partition_metadata import PARTITION_METADATA_FILE, format_parti
 from kraftpy.log.segment import LogSegment, TornTail
 from kraftpy.log.segments import LogSegments
 from kraftpy.metalog.checkpoints import QuorumStateData, read_quorum_state, write_quorum_state
-from kraftpy.metalog.errors import MetadataLogError
 from kraftpy.metalog.files import (
     DELETED_SUFFIX,
     PARTIAL_SUFFIX,
@@ -156,7 +155,7 @@ class MetadataLog:
         self = cls(directory, config or MetadataLogConfig(), read_only)
         if not directory.is_dir():
             if read_only:
-                raise MetadataLogError(f"{directory}: no such metadata log directory")
+                raise LogError(f"{directory}: no such metadata log directory")
             directory.mkdir(parents=True)
             fsync_dir(directory.parent)
         if not read_only and not (directory / PARTITION_METADATA_FILE).exists():
@@ -187,7 +186,7 @@ class MetadataLog:
         self._snapshots = {sid: self.dir / snapshot_file_name(sid) for sid in snaps}
         if not bases:
             if self.read_only:
-                raise MetadataLogError(f"{self.dir}: no segment files")
+                raise LogError(f"{self.dir}: no segment files")
             start = snaps[-1].offset if snaps else 0
             self._segments.create(start, _now_ms())
 
@@ -322,9 +321,9 @@ class MetadataLog:
 
     def _check_writable(self) -> None:
         if self._closed:
-            raise MetadataLogError(f"{self.dir}: the metadata log is closed")
+            raise LogError(f"{self.dir}: the metadata log is closed")
         if self.read_only:
-            raise MetadataLogError(f"{self.dir}: the metadata log was opened read-only")
+            raise LogError(f"{self.dir}: the metadata log was opened read-only")
 
     # == appending =================================================================================
 
@@ -355,11 +354,11 @@ class MetadataLog:
     def _append_one(self, data: bytes, base: int, next_offset: int, epoch: int, ts: int) -> None:
         self._check_writable()
         if len(data) > self.config.max_batch_bytes:
-            raise MetadataLogError(
+            raise LogError(
                 f"batch of {len(data)} bytes exceeds the {self.config.max_batch_bytes}-byte limit"
             )
         if epoch < self._epochs.latest_epoch:
-            raise MetadataLogError(
+            raise LogError(
                 f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
             )
         seg = self._maybe_roll(len(data), ts, next_offset - 1)
@@ -385,16 +384,16 @@ class MetadataLog:
             try:
                 h = read_batch_header(data, pos)
             except CorruptBatchError as e:
-                raise MetadataLogError(f"batch at position {pos} of the appended data: {e.reason}") from None
+                raise LogError(f"batch at position {pos} of the appended data: {e.reason}") from None
             end = pos + h.size
             if not crc_matches(memoryview(data)[pos:end], h):
-                raise MetadataLogError(f"batch at offset {h.base_offset} fails its CRC-32C check")
+                raise LogError(f"batch at offset {h.base_offset} fails its CRC-32C check")
             if h.base_offset != expected or h.last_offset_delta < 0:
-                raise MetadataLogError(
+                raise LogError(
                     f"batch at offset {h.base_offset}..{h.last_offset} does not continue the log at {expected}"
                 )
             if h.partition_leader_epoch < epoch:
-                raise MetadataLogError(
+                raise LogError(
                     f"batch at offset {h.base_offset} has epoch {h.partition_leader_epoch}, older than {epoch}"
                 )
             epoch = h.partition_leader_epoch
@@ -455,7 +454,7 @@ class MetadataLog:
     def flush(self) -> int:
         """fsync everything written since the last flush; returns the durable end offset."""
         if self._closed:
-            raise MetadataLogError(f"{self.dir}: the metadata log is closed")
+            raise LogError(f"{self.dir}: the metadata log is closed")
         if self.read_only:
             return self._flushed_end
         end = self.log_end_offset
@@ -540,7 +539,7 @@ class MetadataLog:
         start = self._log_start if from_offset is None else from_offset
         latest = self.latest_snapshot() if from_snapshot else None
         if from_snapshot and start > 0 and (latest is None or latest.offset < start):
-            raise MetadataLogError(
+            raise LogError(
                 f"{self.dir}: the log starts at offset {start} and no snapshot covers the offsets before it"
             )
         if latest is not None:
@@ -644,7 +643,7 @@ class MetadataLog:
         try:
             return self._snapshots[snapshot_id]
         except KeyError:
-            raise MetadataLogError(f"{self.dir}: no snapshot {snapshot_file_name(snapshot_id)}") from None
+            raise LogError(f"{self.dir}: no snapshot {snapshot_file_name(snapshot_id)}") from None
 
     def snapshot_size(self, snapshot_id: SnapshotId) -> int:
         return self.snapshot_path(snapshot_id).stat().st_size
@@ -674,12 +673,12 @@ class MetadataLog:
         if sid in self._snapshots:
             return sid
         if not self._log_start <= end_offset <= self.log_end_offset:
-            raise MetadataLogError(
+            raise LogError(
                 f"snapshot end offset {end_offset} is outside the log [{self._log_start}, {self.log_end_offset}]"
             )
         known = self.epoch_for_offset(end_offset - 1) if end_offset > self._log_start else None
         if known is not None and known != epoch:
-            raise MetadataLogError(f"offset {end_offset - 1} is in epoch {known}, not {epoch}")
+            raise LogError(f"offset {end_offset - 1} is in epoch {known}, not {epoch}")
         data = build_snapshot(
             records,
             epoch,

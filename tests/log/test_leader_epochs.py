@@ -8,7 +8,7 @@ import pytest
 
 from kraftpy.log import EpochEntry, LeaderEpochCache
 from kraftpy.log.leader_epoch_checkpoint import parse_leader_epoch_checkpoint
-from kraftpy.metalog import MetadataLogError
+from kraftpy.metalog import LogError
 
 
 def test_epoch_cache_assign_and_lookups() -> None:
@@ -33,5 +33,5 @@ def test_epoch_cache_assign_and_lookups() -> None:
 
 def test_leader_epoch_checkpoint_parsing(tmp_path: Path) -> None:
     assert parse_leader_epoch_checkpoint("0\n2\n1 0\n2 165\n") == [EpochEntry(1, 0), EpochEntry(2, 165)]
-    with pytest.raises(MetadataLogError, match="header says 3 entries"):
+    with pytest.raises(LogError, match="header says 3 entries"):
         parse_leader_epoch_checkpoint("0\n3\n1 0\n", tmp_path / "x")

@@ -6,7 +6,7 @@ import pytest
 
 from kraftpy.log.leader_epoch_checkpoint import parse_leader_epoch_checkpoint
 from kraftpy.log.partition_metadata import read_partition_metadata_file as read_partition_metadata
-from kraftpy.metalog import MetadataLog, MetadataLogError, QuorumStateData
+from kraftpy.metalog import LogError, MetadataLog, QuorumStateData
 from kraftpy.metalog.checkpoints import read_quorum_state
 from kraftpy.metalog.files import PARTITION_DIR
 from protocol.uuid import Uuid
@@ -43,5 +43,5 @@ def test_quorum_state_v1_and_bad_files() -> None:
     )
     assert v1.voted_directory_id == Uuid.from_string("XHhkr4tkSsD900pOQ8pPfg")
     assert QuorumStateData.from_json(v1.to_json()) == v1
-    with pytest.raises(MetadataLogError, match="no data_version"):
+    with pytest.raises(LogError, match="no data_version"):
         QuorumStateData.from_json('{"leaderId":1}')

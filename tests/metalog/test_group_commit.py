@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.metalog import GroupCommitLog, MetadataLog, MetadataLogError
+from kraftpy.metalog import GroupCommitLog, LogError, MetadataLog
 from tests.metalog.helpers import noops
 
 
@@ -56,8 +56,8 @@ async def test_a_failed_fsync_fails_waiters_and_every_later_call(tmp_path: Path)
 
     glog.log.flush = broken_flush  # type: ignore[method-assign]
     outcomes = await asyncio.gather(*(glog.append(noops(1), 1) for _ in range(3)), return_exceptions=True)
-    assert all(isinstance(o, OSError | MetadataLogError) for o in outcomes)
-    with pytest.raises(MetadataLogError, match="failed earlier"):
+    assert all(isinstance(o, OSError | LogError) for o in outcomes)
+    with pytest.raises(LogError, match="failed earlier"):
         await glog.append(noops(1), 1)
     glog.log.flush = lambda: 0  # type: ignore[method-assign]
     await glog.close()
@@ -69,5 +69,5 @@ async def test_run_reads_on_the_log_thread(tmp_path: Path) -> None:
     data = await glog.run(glog.log.read, 0, 1 << 20)
     assert len(data) > 0
     await glog.close()
-    with pytest.raises(MetadataLogError, match="closed"):
+    with pytest.raises(LogError, match="closed"):
         await glog.append(noops(1), 1)

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftpy.metalog import MetadataLog, MetadataLogConfig, MetadataLogError, OffsetOutOfRangeError
+from kraftpy.metalog import LogError, MetadataLog, MetadataLogConfig, OffsetOutOfRangeError
 from kraftpy.metalog.files import PARTITION_DIR
 from protocol.record_batch import iter_batches, metadata_records
 from tests.metalog.helpers import mv, noops, topic_records
@@ -59,7 +59,7 @@ def test_bad_appends_change_nothing(tmp_path: Path) -> None:
         log.append(noops(1), leader_epoch=5)
         with pytest.raises(ValueError):
             log.append([], 5)
-        with pytest.raises(MetadataLogError, match="older than the log's latest 5"):
+        with pytest.raises(LogError, match="older than the log's latest 5"):
             log.append(noops(1), leader_epoch=4)
         assert log.log_end_offset == 1
 
@@ -142,17 +142,17 @@ def test_append_raw_batches_copies_bytes_and_validates(tmp_path: Path) -> None:
         assert follower.epoch_entries() == epochs
         assert len(follower.segments) > 1
         # again: does not continue the log
-        with pytest.raises(MetadataLogError, match="does not continue the log at 20"):
+        with pytest.raises(LogError, match="does not continue the log at 20"):
             follower.append_raw_batches(data)
         follower.truncate_to(0)
         # the third batch is damaged: the first two must not be written either
         sizes = [b.size for b in iter_batches(data)]
         bad = bytearray(data)
         bad[sum(sizes[:2]) + 70] ^= 0xFF
-        with pytest.raises(MetadataLogError, match="batch at offset 4 fails its CRC-32C check"):
+        with pytest.raises(LogError, match="batch at offset 4 fails its CRC-32C check"):
             follower.append_raw_batches(bytes(bad))
         assert follower.log_end_offset == 0
-        with pytest.raises(MetadataLogError, match="position 0"):
+        with pytest.raises(LogError, match="position 0"):
             follower.append_raw_batches(data[:30])
 
 
@@ -176,11 +176,11 @@ def test_truncate_to(tmp_path: Path) -> None:
 
 
 def test_read_only_open_needs_an_existing_log(tmp_path: Path) -> None:
-    with pytest.raises(MetadataLogError, match="no such metadata log directory"):
+    with pytest.raises(LogError, match="no such metadata log directory"):
         MetadataLog.open(tmp_path, read_only=True)
     with open_log(tmp_path) as log:
         log.append(noops(1), 1)
     with MetadataLog.open(tmp_path, read_only=True) as ro:
         assert ro.log_end_offset == 1
-        with pytest.raises(MetadataLogError, match="read-only"):
+        with pytest.raises(LogError, match="read-only"):
             ro.append(noops(1), 1)

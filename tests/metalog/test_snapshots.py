@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from kraftpy.image import MetadataDelta, MetadataImage
-from kraftpy.metalog import CorruptLogError, MetadataLog, MetadataLogConfig, MetadataLogError, SnapshotId
+from kraftpy.metalog import CorruptLogError, LogError, MetadataLog, MetadataLogConfig, SnapshotId
 from kraftpy.metalog.files import PARTITION_DIR
 from kraftpy.metalog.snapshots import (
     build_snapshot,
@@ -72,9 +72,9 @@ def test_snapshot_then_log_replays_to_the_same_image(tmp_path: Path) -> None:
 def test_snapshot_needs_an_offset_and_epoch_of_this_log(tmp_path: Path) -> None:
     with MetadataLog.open(tmp_path) as log:
         fill(log, 3, epoch=2)
-        with pytest.raises(MetadataLogError, match="outside the log"):
+        with pytest.raises(LogError, match="outside the log"):
             log.write_snapshot([mv()], 99, 2, 0)
-        with pytest.raises(MetadataLogError, match="is in epoch 2, not 1"):
+        with pytest.raises(LogError, match="is in epoch 2, not 1"):
             log.write_snapshot([mv()], 6, 1, 0)
 
 

@@ -42,7 +42,7 @@ class Loaded:
 def load(path: Path) -> Loaded:
     """Replay PATH into an image; bad input raises UserError naming the file and position."""
     from kraftpy.image import MetadataDelta, MetadataImage, MetadataReplayError
-    from kraftpy.metalog import MetadataLog, MetadataLogError
+    from kraftpy.metalog import LogError, MetadataLog
     from protocol.log_files import FileKind, LogFileError, classify, iter_entries
 
     delta = MetadataDelta(MetadataImage.EMPTY, strict=False)
@@ -71,7 +71,7 @@ def load(path: Path) -> Loaded:
                 delta.replay(e.message, offset, epoch=e.leader_epoch, timestamp_ms=e.timestamp)
         else:
             raise UserError(f"{path}: no such file or directory")
-    except (MetadataLogError, LogFileError, MetadataReplayError) as e:
+    except (LogError, LogFileError, MetadataReplayError) as e:
         raise UserError(str(e)) from None
     except OSError as e:
         raise UserError(f"{path}: cannot read: {e.strerror or e}") from None
