@@ -141,7 +141,10 @@ def test_non_root_gets_a_clear_error(tmp_path: Path) -> None:
     if version != str(sys.version_info[:2]):
         pytest.skip(f"/usr/bin/python3 is Python {version}, the venv's is {sys.version_info[:2]}")
     state = tmp_path / "state"
-    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+    # Only the right to read files is kept (a checkout may sit in a dir only root can enter, such as a
+    # fresh `mktemp -d`): the user is still not root, which is what the command must notice.
+    read_anywhere = ("--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search")
+    nobody = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", *read_anywhere)
     p = kraftpy("disk", "create", "d0", "--state-dir", str(state), python=system_python, prefix=nobody)
     assert_user_error(p, "needs root")
     assert not state.exists()
