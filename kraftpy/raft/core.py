@@ -7,11 +7,13 @@ previous `Ready` was persisted before the next call.
 
 Simplified relative to Kafka 3.9: a static voter set (kraft.version 0, no KIP-853), no pre-vote
 (KIP-996), no long-polling Fetch (the leader answers at once, an idle follower waits `fetch_idle_ms`),
-a snapshot travels in one FetchSnapshot chunk, and records are single entries rather than batches.
+and a snapshot travels in one FetchSnapshot chunk (the controller's shell downloads it in chunks and
+steps the core with the whole). An `Entry` is one batch; the simulation uses batches of one record.
 """
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -59,13 +61,17 @@ class RaftCore:
         log: LogReader,
         rng: random.Random,
         now_ms: int,
+        leader_change: Callable[[int, int, int], bytes] | None = None,
     ) -> None:
+        """`leader_change(offset, epoch, leader_id)` gives the bytes of the control batch a new leader
+        writes first; without it the batch holds a marker (enough for the simulation)."""
         self.config = config
         self.local_id = local_id
         self.voters = config.voters
         self.view = view
         self.log = log
         self.rng = rng
+        self._leader_change = leader_change
         self.epoch = state.leader_epoch
         self.leader_id = state.leader_id
         self.voted_id = state.voted_id
@@ -82,6 +88,9 @@ class RaftCore:
             self._backoff_deadline = now_ms + self._random_election_timeout()
         elif self.role in (Role.UNATTACHED, Role.VOTED, Role.RESIGNED):
             self._election_deadline = now_ms + self._random_election_timeout()
+            if self.voters == {local_id}:
+                # KafkaRaftClient: a quorum of one runs at once; nobody else could win.
+                self._election_deadline = now_ms
 
     # ---- public inputs ------------------------------------------------------------------------
 
@@ -95,11 +104,14 @@ class RaftCore:
         _TICKS[self.role](self, now_ms)
         return self._take_ready()
 
-    def append(self, records: Sequence[bytes], now_ms: int) -> Ready:
-        """Append records as the leader; the caller learns they are committed from `Ready.committed`."""
+    def append(self, records: Sequence[bytes], now_ms: int, counts: Sequence[int] | None = None) -> Ready:
+        """Append batches as the leader (`counts[i]` records in `records[i]`, one each by default); the
+        caller learns they are committed from `Ready.committed`. The batches land at `view.end_offset`
+        in this epoch, so a caller encoding offsets into them reads those first."""
         if self.role is not Role.LEADER:
             raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"node {self.local_id} is {self.role.value}")
-        self._append_local([(data, False) for data in records])
+        sizes = counts if counts is not None else [1] * len(records)
+        self._append_local([(data, False, n) for data, n in zip(records, sizes, strict=True)])
         self._maybe_advance_leader_hw()
         return self._take_ready()
 
@@ -211,7 +223,11 @@ class RaftCore:
         self._replica_last_fetch = {v: now_ms for v in self._others()}
         # The LeaderChange record gives the leader a record of its own epoch to commit; until it is
         # committed, the high watermark cannot move (entries of older epochs are never counted alone).
-        self._append_local([(LEADER_CHANGE, True)])
+        offset = self.view.end_offset
+        marker = (
+            self._leader_change(offset, self.epoch, self.local_id) if self._leader_change else LEADER_CHANGE
+        )
+        self._append_local([(marker, True, 1)])
         self._unacked_begin = set(self._others())
         self._send_begin_quorum_epoch()
         self._resend_at = now_ms + self.config.request_timeout_ms
@@ -253,22 +269,23 @@ class RaftCore:
 
     # ---- log and high watermark ---------------------------------------------------------------
 
-    def _append_local(self, records: list[tuple[bytes, bool]]) -> None:
-        start = self.view.end_offset
-        entries = tuple(
-            Entry(start + i, self.epoch, data, control) for i, (data, control) in enumerate(records)
-        )
-        self.view.append(entries)
+    def _append_local(self, records: list[tuple[bytes, bool, int]]) -> None:
+        offset = self.view.end_offset
+        entries = []
+        for data, control, count in records:
+            entries.append(Entry(offset, self.epoch, data, control, count))
+            offset += count
+        self.view.append(tuple(entries))
         self._ready.appends.extend(entries)
 
     def _read(self, start: int, max_count: int) -> list[Entry]:
         """Records from `start`, including the ones this step appended and the shell has not yet stored."""
         limit = self._ready.truncate_to if self._ready.truncate_to is not None else NEVER
-        entries = [e for e in self.log.read(start, max_count) if e.offset < limit]
+        entries = [e for e in self.log.read(start, max_count) if e.end <= limit]
         for entry in self._ready.appends:
             if len(entries) >= max_count:
                 break
-            if entry.offset >= start + len(entries):
+            if entry.offset >= (entries[-1].end if entries else start):
                 entries.append(entry)
         return entries
 
@@ -279,11 +296,15 @@ class RaftCore:
         if self.applied < self.view.log_start:
             return
         while self.applied < self.high_watermark:
-            batch = self._read(self.applied, self.high_watermark - self.applied)
+            batch = [
+                e
+                for e in self._read(self.applied, self.high_watermark - self.applied)
+                if e.end <= self.high_watermark
+            ]
             if not batch:
                 break
             self._ready.committed.extend(batch)
-            self.applied = batch[-1].offset + 1
+            self.applied = batch[-1].end
 
     def _maybe_advance_leader_hw(self) -> None:
         ends = sorted([self.view.end_offset, *self._replica_end.values()], reverse=True)
@@ -588,8 +609,8 @@ class RaftCore:
         records = response.Records
         if records and (
             records[0].offset != view.end_offset
-            or any(r.offset != records[0].offset + i for i, r in enumerate(records))
-            or any(r.epoch > response.LeaderEpoch for r in records)
+            or any(r.offset != prev.end for prev, r in itertools.pairwise(records))
+            or any(r.epoch > response.LeaderEpoch or r.count < 1 for r in records)
         ):
             return
         if records:

@@ -84,7 +84,7 @@ class LogView:
             if not self.epochs or self.epochs[-1][0] != entry.epoch:
                 self.epochs.append((entry.epoch, entry.offset))
         if entries:
-            self.end_offset = entries[-1].offset + 1
+            self.end_offset = entries[-1].end
 
     def truncate_to(self, offset: int) -> None:
         self.end_offset = offset

@@ -5,6 +5,8 @@ It stands for what survives a crash: the simulation throws the core away and kee
 
 from __future__ import annotations
 
+import bisect
+
 from kraftpy.raft.log_view import LogView
 from kraftpy.raft.messages import Entry, Snapshot
 from kraftpy.raft.ready import Ready
@@ -18,18 +20,29 @@ class MemoryLog:
         self.snapshot: Snapshot | None = None
         self.quorum_state = QuorumState(voters=voters)
 
+    def _index(self, offset: int) -> int:
+        """Index of the first batch that starts at or after `offset`."""
+        return bisect.bisect_left([e.offset for e in self.entries], offset)
+
     def read(self, start: int, max_count: int) -> tuple[Entry, ...]:
-        i = start - self.log_start
-        if i < 0:
+        if start < self.log_start:
             return ()
+        i = self._index(start)
         return tuple(self.entries[i : i + max_count])
+
+    def batch_at(self, offset: int) -> Entry | None:
+        """The stored batch holding `offset`, if any."""
+        i = bisect.bisect_right([e.offset for e in self.entries], offset) - 1
+        if i < 0 or offset >= self.entries[i].end:
+            return None
+        return self.entries[i]
 
     def latest_snapshot(self) -> Snapshot | None:
         return self.snapshot
 
     @property
     def end_offset(self) -> int:
-        return self.log_start + len(self.entries)
+        return self.entries[-1].end if self.entries else self.log_start
 
     def persist(self, ready: Ready) -> None:
         if ready.install_snapshot is not None:
@@ -37,7 +50,7 @@ class MemoryLog:
             self.log_start = ready.install_snapshot.snapshot_id.EndOffset
             self.entries = []
         if ready.truncate_to is not None:
-            del self.entries[max(0, ready.truncate_to - self.log_start) :]
+            del self.entries[self._index(ready.truncate_to) :]
         if ready.appends:
             if ready.appends[0].offset != self.end_offset:
                 raise AssertionError(
@@ -46,7 +59,7 @@ class MemoryLog:
             self.entries.extend(ready.appends)
         if ready.local_snapshot is not None:
             end = ready.local_snapshot.snapshot_id.EndOffset
-            del self.entries[: end - self.log_start]
+            del self.entries[: self._index(end)]
             self.log_start = end
             self.snapshot = ready.local_snapshot
         if ready.quorum_state is not None:

@@ -15,12 +15,20 @@ from protocol.errors import Errors
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One record of the replicated log; `control` marks Kafka's control batches (LeaderChange)."""
+    """One batch of the replicated log: `count` records from `offset` on, all of one epoch, kept whole
+    so that every voter's log holds the same batches byte for byte; `control` marks Kafka's control
+    batches (LeaderChange)."""
 
     offset: int
     epoch: int
     data: bytes
     control: bool = False
+    count: int = 1
+
+    @property
+    def end(self) -> int:
+        """The offset after this batch."""
+        return self.offset + self.count
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,7 +72,9 @@ class Node:
         for entry in ready.committed:
             if entry.offset != len(self.machine):
                 raise AssertionError(f"node {self.id} applies {entry.offset} after {len(self.machine)}")
-            self.machine.append((entry.offset, entry.epoch, entry.data))
+            # One row per record, so a row's index is its offset; a batch's data sits on its first row.
+            for i in range(entry.count):
+                self.machine.append((entry.offset + i, entry.epoch, entry.data if i == 0 else b""))
         return ready.messages
 
     def snapshot_state(self, end_offset: int) -> bytes:

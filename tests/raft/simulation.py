@@ -143,7 +143,10 @@ class Simulation:
         if ready.apply_snapshot is not None:
             self._check_prefix(node_id, node.machine, "installed snapshot")
         for entry in ready.committed:
-            self._check_committed(node_id, entry.offset, (entry.offset, entry.epoch, entry.data))
+            # Row by row, as the harness's state machine stores a batch.
+            for i in range(entry.count):
+                row = (entry.offset + i, entry.epoch, entry.data if i == 0 else b"")
+                self._check_committed(node_id, entry.offset + i, row)
 
     def _crash(self, node_id: int, down_for: int) -> None:
         if not self._up(node_id):
@@ -236,7 +239,9 @@ class Simulation:
         for _ in range(self.rng.randint(1, 3)):
             self.next_payload += 1
             records.append(f"r{self.next_payload}".encode())
-        self._handle(leader, self.nodes[leader].core.append(records, self.now))
+        # Batches of one to three records, as the controller appends one batch per operation.
+        counts = [self.rng.randint(1, 3) for _ in records]
+        self._handle(leader, self.nodes[leader].core.append(records, self.now, counts=counts))
 
     def _maybe_snapshot(self) -> None:
         for node_id, node in self.nodes.items():
@@ -318,8 +323,10 @@ class Simulation:
             if offset < store.log_start:
                 holders += 1
             elif offset < store.end_offset:
-                entry = store.entries[offset - store.log_start]
-                holders += (entry.epoch, entry.data) == (epoch, data)
+                entry = store.batch_at(offset)
+                assert entry is not None
+                row_data = entry.data if offset == entry.offset else b""
+                holders += (entry.epoch, row_data) == (epoch, data)
         if holders < len(VOTERS) // 2 + 1:
             self._violation(f"committed {last} is stored on only {holders} voters")
 
@@ -334,7 +341,11 @@ class Simulation:
         for entry in store.entries:
             if entry.offset >= len(self.committed):
                 break
-            if self.committed[entry.offset] != (entry.offset, entry.epoch, entry.data):
+            if self.committed[entry.offset] != (entry.offset, entry.epoch, entry.data) or (
+                entry.end > len(self.committed)
+                and entry.end > store.log_start
+                and any(self.committed[o][1] != entry.epoch for o in range(entry.offset, len(self.committed)))
+            ):
                 self._violation(
                     f"leader {node_id} holds {entry} over committed {self.committed[entry.offset]}"
                 )

@@ -179,3 +179,24 @@ def test_observer_is_never_asked_to_vote_and_refuses_if_it_is() -> None:
     c.down.add(leader)
     c.run(1000)
     assert c[4].role is Role.OBSERVER and c[4].core.leader_id in c.leaders()
+
+
+def test_batches_of_several_records_replicate_whole_and_commit_at_their_ends() -> None:
+    """The controller appends one batch per operation: offsets advance by the batch's record count,
+    followers store the same batches, and nothing of a batch is committed before all of it is."""
+    c = ScriptedCluster([1, 2, 3])
+    c.now = 200
+    c.tick(1)
+    c.stabilize()
+    c.run(50)
+    assert c.leaders() == [1]
+    start = c[1].core.view.end_offset
+    ready = c[1].core.append([b"abc", b"de"], c.now, counts=[3, 2])
+    assert [(e.offset, e.count) for e in ready.appends] == [(start, 3), (start + 3, 2)]
+    c[1].handle(ready)
+    c.run(100)
+    for node in (1, 2, 3):
+        tail = [(e.offset, e.count, e.data) for e in c[node].entries()][-2:]
+        assert tail == [(start, 3, b"abc"), (start + 3, 2, b"de")]
+        assert c[node].core.high_watermark == start + 5
+        assert c[node].core.applied == start + 5

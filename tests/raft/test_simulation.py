@@ -1,4 +1,4 @@
-"""Seeded simulation: RAFT_SIM_SCHEDULES schedules (default 2,000), each with its own faults.
+"""Seeded simulation: RAFT_SIM_SCHEDULES schedules (default 10,000), each with its own faults.
 
 Each schedule prints one line (seeds, faults, figures, violations); the totals print at the end of the
 run. Replay one schedule with RAFT_SIM_SEED=<seed>.
@@ -15,7 +15,7 @@ from tests.raft.simulation import Simulation
 SEEDS = (
     [int(os.environ["RAFT_SIM_SEED"])]
     if "RAFT_SIM_SEED" in os.environ
-    else range(int(os.environ.get("RAFT_SIM_SCHEDULES", "2000")))
+    else range(int(os.environ.get("RAFT_SIM_SCHEDULES", "10000")))
 )
 
 TOTALS: dict[str, int] = {}
