@@ -61,10 +61,10 @@ class RaftCore:
         log: LogReader,
         rng: random.Random,
         now_ms: int,
-        leader_change: Callable[[int, int, int], bytes] | None = None,
+        leader_change: Callable[[int, int, frozenset[int]], bytes] | None = None,
     ) -> None:
-        """`leader_change(offset, epoch, leader_id)` gives the bytes of the control batch a new leader
-        writes first; without it the batch holds a marker (enough for the simulation)."""
+        """`leader_change(offset, epoch, granting_voters)` gives the bytes of the control batch a new
+        leader writes first; without it the batch holds a marker (enough for the simulation)."""
         self.config = config
         self.local_id = local_id
         self.voters = config.voters
@@ -113,6 +113,16 @@ class RaftCore:
         sizes = counts if counts is not None else [1] * len(records)
         self._append_local([(data, False, n) for data, n in zip(records, sizes, strict=True)])
         self._maybe_advance_leader_hw()
+        return self._take_ready()
+
+    def unreachable(self, voter: int, now_ms: int) -> Ready:
+        """A vote request to `voter` could not be delivered (refused or timed out). A candidate counts
+        it as a rejection for this round, so with the old leader dead and a split vote it backs off
+        at once instead of waiting out its election timeout."""
+        if self.role is Role.CANDIDATE and not self._backing_off and voter not in self._votes_granted:
+            self._votes_rejected.add(voter)
+            if len(self.voters) - len(self._votes_rejected) < self.config.majority:
+                self._start_backoff(now_ms)
         return self._take_ready()
 
     def resign(self, now_ms: int) -> Ready:
@@ -175,6 +185,12 @@ class RaftCore:
         return sorted(self.voters - {self.local_id})
 
     @property
+    def epoch_start_offset(self) -> int:
+        """Where the leader's own epoch starts (its LeaderChange); -1 unless leading. The shell serves
+        as the leader only once everything below it is applied (KafkaRaftClient's maybeFireLeaderChange)."""
+        return self._epoch_start_offset
+
+    @property
     def is_voter(self) -> bool:
         return self.local_id in self.voters
 
@@ -216,6 +232,7 @@ class RaftCore:
         self._resend_at = now_ms + self.config.request_timeout_ms
 
     def _become_leader(self, now_ms: int) -> None:
+        granting = frozenset(self._votes_granted)
         self._move(Role.LEADER, self.epoch, self.local_id, self.voted_id, now_ms)
         self._election_retries = 0
         self._epoch_start_offset = self.view.end_offset
@@ -225,7 +242,7 @@ class RaftCore:
         # committed, the high watermark cannot move (entries of older epochs are never counted alone).
         offset = self.view.end_offset
         marker = (
-            self._leader_change(offset, self.epoch, self.local_id) if self._leader_change else LEADER_CHANGE
+            self._leader_change(offset, self.epoch, granting) if self._leader_change else LEADER_CHANGE
         )
         self._append_local([(marker, True, 1)])
         self._unacked_begin = set(self._others())

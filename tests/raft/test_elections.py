@@ -190,3 +190,24 @@ def test_a_restarted_leader_comes_back_resigned_and_a_restarted_voter_keeps_its_
     assert c[follower].role is Role.FOLLOWER and c[follower].core.leader_id == leader
     c.run(800)
     assert len(c.leaders()) == 1
+
+
+def test_an_unreachable_voter_counts_as_a_rejection_so_a_split_vote_backs_off_at_once() -> None:
+    """Voters 2 and 3 run in the same epoch after leader 1 died: each rejects the other, and the vote
+    request to 1 cannot be delivered. Both back off at once rather than after an election timeout."""
+    c = ScriptedCluster([1, 2, 3])
+    c.now = 200
+    c.tick(2)
+    c.tick(3)
+    assert c[2].role is Role.CANDIDATE and c[3].role is Role.CANDIDATE
+    c.deliver(lambda e: isinstance(e.message, VoteRequest) and e.destination in (2, 3))
+    c.deliver(lambda e: isinstance(e.message, VoteResponse))
+    assert not c[2].core._backing_off  # one rejection of three voters: it could still win
+    c.inject(
+        2,
+        2,
+        VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=1, CandidateId=2, LastOffsetEpoch=0, LastOffset=0),
+    )
+    ready = c[2].core.unreachable(1, c.now)
+    assert ready.messages == []
+    assert c[2].core._backing_off and c[2].role is Role.CANDIDATE
