@@ -203,11 +203,6 @@ def test_an_unreachable_voter_counts_as_a_rejection_so_a_split_vote_backs_off_at
     c.deliver(lambda e: isinstance(e.message, VoteRequest) and e.destination in (2, 3))
     c.deliver(lambda e: isinstance(e.message, VoteResponse))
     assert not c[2].core._backing_off  # one rejection of three voters: it could still win
-    c.inject(
-        2,
-        2,
-        VoteRequest(ClusterId=CLUSTER_ID, CandidateEpoch=1, CandidateId=2, LastOffsetEpoch=0, LastOffset=0),
-    )
     ready = c[2].core.unreachable(1, c.now)
     assert ready.messages == []
     assert c[2].core._backing_off and c[2].role is Role.CANDIDATE
