@@ -38,6 +38,10 @@ class CommittedImage:
         self._pending.append(_Committed(base_offset, epoch, timestamp_ms, records))
         self.end_offset = base_offset + len(records)
 
+    def skip_to(self, end_offset: int) -> None:
+        """A control batch (LeaderChange) was committed: offsets move on with no record to fold."""
+        self.end_offset = max(self.end_offset, end_offset)
+
     def image(self) -> MetadataImage:
         """The image of everything committed so far (a transaction still open is left out)."""
         if self._pending:

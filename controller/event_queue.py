@@ -142,6 +142,18 @@ class ControllerEventQueue:
         if self._task is not None:
             await self._task
 
+    def abort(self, exc: BaseException) -> None:
+        """The term ended (another controller leads now): refuse new events and fail every queued
+        and waiting one at once, without waiting for records that may never commit."""
+        self._closed = True
+        if self._task is not None:
+            self._task.cancel()
+        while not self._queue.empty():
+            ev = self._queue.get_nowait()
+            if ev is not None and not ev.future.done():
+                ev.future.set_exception(exc)
+        self.fail(exc)
+
     def size(self) -> int:
         return self._queue.qsize()
 

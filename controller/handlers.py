@@ -2,7 +2,8 @@
 
 A handler decides nothing: it names the operation, runs it through the event queue (writes wait
 for their records to be durable, reads for everything written before them) and turns the queue's
-own refusals into Kafka errors. Fetch and FetchSnapshot belong to the Raft client.
+own refusals into Kafka errors. Only the active controller runs them: the others answer
+NOT_CONTROLLER, so brokers look for the leader. The quorum's own RPCs are `raft_handlers`.
 """
 
 from __future__ import annotations
@@ -12,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from controller.event_queue import ControllerEventQueue, EventTimeoutError, QueueClosedError, WriteContext
+from controller.event_queue import EventTimeoutError, QueueClosedError, WriteContext
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 
 if TYPE_CHECKING:
-    from controller.core import QuorumControllerCore
+    from controller.active_term import ActiveTerm
     from controller.metrics import ControllerMetrics
-    from controller.raft_client import SingleVoterRaftClient
+    from controller.raft_client import RaftClient
 
 log = structlog.get_logger(__name__)
 
@@ -30,53 +31,66 @@ def _shutting_down() -> KafkaError:
     return KafkaError(Errors.NOT_CONTROLLER, "the controller is shutting down")
 
 
+def _not_active() -> KafkaError:
+    return KafkaError(Errors.NOT_CONTROLLER, "this controller is not the active one")
+
+
 class ControllerApis:
     def __init__(
         self,
-        core: QuorumControllerCore,
-        queue: ControllerEventQueue,
-        raft: SingleVoterRaftClient,
+        active_term: Callable[[], ActiveTerm | None],
+        raft: RaftClient,
         metrics: ControllerMetrics,
         *,
         heartbeat_deadline_s: float,
         clock_ms: Callable[[], int],
+        cluster_id: str,
     ) -> None:
-        """`heartbeat_deadline_s`: how long a heartbeat may wait in the queue (half its interval)."""
-        self._core = core
-        self._queue = queue
+        """`active_term()`: the term this controller serves, None when another one is active.
+        `heartbeat_deadline_s`: how long a heartbeat may wait in the queue (half its interval)."""
+        self._active_term = active_term
         self._raft = raft
         self._metrics = metrics
         self._heartbeat_deadline_s = heartbeat_deadline_s
         self._clock_ms = clock_ms
+        self._cluster_id = cluster_id
+
+    def _term(self) -> ActiveTerm:
+        term = self._active_term()
+        if term is None:
+            raise _not_active()
+        return term
 
     def handlers(self) -> dict[str, Handler]:
-        core = self._core
+        from controller.raft_handlers import RaftApis
+
         write, read = self._write, self._read
         return {
             "BrokerRegistration": write(
                 "registerBroker",
-                lambda r, v, ctx: core.register_broker(r, v, ctx.now_ms, ctx.next_write_offset),
+                lambda core, r, v, ctx: core.register_broker(r, v, ctx.now_ms, ctx.next_write_offset),
             ),
             "BrokerHeartbeat": self._broker_heartbeat,
             "AssignReplicasToDirs": write(
-                "assignReplicasToDirs", lambda r, v, ctx: core.assign_replicas_to_dirs(r, v)
+                "assignReplicasToDirs", lambda core, r, v, ctx: core.assign_replicas_to_dirs(r, v)
             ),
-            "CreateTopics": write("createTopics", lambda r, v, ctx: core.create_topics(r, v)),
-            "DeleteTopics": write("deleteTopics", lambda r, v, ctx: core.delete_topics(r, v)),
-            "AlterPartition": write("alterPartition", lambda r, v, ctx: core.alter_partition(r, v)),
+            "CreateTopics": write("createTopics", lambda core, r, v, ctx: core.create_topics(r, v)),
+            "DeleteTopics": write("deleteTopics", lambda core, r, v, ctx: core.delete_topics(r, v)),
+            "AlterPartition": write("alterPartition", lambda core, r, v, ctx: core.alter_partition(r, v)),
             "AllocateProducerIds": write(
-                "allocateProducerIds", lambda r, v, ctx: core.allocate_producer_ids(r, v)
+                "allocateProducerIds", lambda core, r, v, ctx: core.allocate_producer_ids(r, v)
             ),
-            "DescribeCluster": read("describeCluster", lambda r, v: core.describe_cluster(r, v)),
-            "Metadata": read("metadata", lambda r, v: core.metadata(r, v)),
-            "Fetch": self._raft.handle_fetch,
-            "FetchSnapshot": self._raft.handle_fetch_snapshot,
+            "DescribeCluster": read("describeCluster", lambda core, r, v: core.describe_cluster(r, v)),
+            "Metadata": read("metadata", lambda core, r, v: core.metadata(r, v)),
+            **RaftApis(self._raft, self._cluster_id).handlers(),
         }
 
-    def _write(self, name: str, op: Callable[[Any, int, WriteContext], Any]) -> Handler:
+    def _write(self, name: str, op: Callable[[Any, Any, int, WriteContext], Any]) -> Handler:
         async def handler(req: Any, version: int) -> Any:
+            term = self._term()
+            core = term.core
             try:
-                return await self._queue.write(name, lambda ctx: op(req, version, ctx))
+                return await term.queue.write(name, lambda ctx: op(core, req, version, ctx))
             except QueueClosedError:
                 raise _shutting_down() from None
             except EventTimeoutError as e:
@@ -84,17 +98,20 @@ class ControllerApis:
 
         return handler
 
-    def _read(self, name: str, fn: Callable[[Any, int], Any]) -> Handler:
+    def _read(self, name: str, fn: Callable[[Any, Any, int], Any]) -> Handler:
         async def handler(req: Any, version: int) -> Any:
+            term = self._term()
+            core = term.core
             try:
-                return await self._queue.read(name, lambda: fn(req, version))
+                return await term.queue.read(name, lambda: fn(core, req, version))
             except QueueClosedError:
                 raise _shutting_down() from None
 
         return handler
 
     async def _broker_heartbeat(self, req: BrokerHeartbeatRequest, version: int) -> BrokerHeartbeatResponse:
-        core = self._core
+        term = self._term()
+        core = term.core
 
         def on_timeout() -> None:
             # processExpiredBrokerHeartbeat: the broker is alive even if the queue is overloaded.
@@ -105,7 +122,7 @@ class ControllerApis:
             log.warning("heartbeat timed out in the event queue", broker_id=req.BrokerId)
 
         try:
-            return await self._queue.write(
+            return await term.queue.write(
                 "processBrokerHeartbeat",
                 lambda ctx: core.process_broker_heartbeat(req, version, ctx.now_ms, ctx.next_write_offset),
                 deadline_s=self._heartbeat_deadline_s,

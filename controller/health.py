@@ -12,20 +12,29 @@ from controller.metrics import ControllerStats
 if TYPE_CHECKING:
     from controller.core import QuorumControllerCore
     from controller.event_queue import ControllerEventQueue
-    from controller.raft_client import SingleVoterRaftClient
+    from controller.raft_client import RaftClient
 
 
 def health(
-    *, stopping: bool, node_id: int, cluster_id: str, raft: SingleVoterRaftClient | None
+    *, stopping: bool, active: bool, node_id: int, cluster_id: str, raft: RaftClient | None
 ) -> dict[str, Any]:
     return {
         "status": "ok" if not stopping else "stopping",
         "role": "controller",
         "node_id": node_id,
         "cluster_id": cluster_id,
+        "active": active,
         "leader_epoch": raft.leader_epoch if raft is not None else 0,
         "high_watermark": raft.high_watermark if raft is not None else 0,
         "log_end_offset": raft.log_end_offset if raft is not None else 0,
+        "raft": {
+            "role": raft.role.value if raft is not None else "unattached",
+            "leader_id": raft.leader_id if raft is not None else -1,
+            "leader_epoch": raft.leader_epoch if raft is not None else 0,
+            "high_watermark": raft.high_watermark if raft is not None else 0,
+            "log_end_offset": raft.log_end_offset if raft is not None else 0,
+            "voters": sorted(raft.config.voters) if raft is not None else [],
+        },
     }
 
 
@@ -33,7 +42,7 @@ def controller_stats(
     *,
     active: bool,
     core: QuorumControllerCore | None,
-    raft: SingleVoterRaftClient | None,
+    raft: RaftClient | None,
     queue: ControllerEventQueue | None,
 ) -> ControllerStats:
     if core is None or raft is None:
@@ -49,6 +58,12 @@ def controller_stats(
         offline_partitions=core.offline_partition_count(),
         log_end_offset=raft.log_end_offset,
         high_watermark=raft.high_watermark,
+        last_applied_offset=raft.applied_offset - 1,
+        last_committed_offset=raft.high_watermark - 1,
+        last_applied_lag_ms=raft.applied_lag_ms(),
+        raft_leader=raft.leader_id,
+        raft_epoch=raft.leader_epoch,
+        raft_election_ms=raft.last_election_ms,
         log_start_offset=raft.log_start_offset,
         latest_snapshot_offset=raft.latest_snapshot_end_offset,
         event_queue_size=queue.size() if queue is not None else 0,

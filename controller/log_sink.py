@@ -15,7 +15,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -45,12 +45,23 @@ class PreparedAppend:
         return sum(len(b) for b in self.batches)
 
 
+class BatchWriter(Protocol):
+    """Where prepared batches go: a GroupCommitLog (durable = committed for a lone log), or the
+    Raft client (committed = replicated to a majority)."""
+
+    async def append_raw_batches(self, data: bytes) -> tuple[int, int]: ...
+
+    @property
+    def durable_end_offset(self) -> int: ...
+
+
 class MetadataLogSink:
     def __init__(
         self,
-        log: GroupCommitLog,
+        log: BatchWriter | GroupCommitLog,
         leader_epoch: int,
         *,
+        next_offset: int | None = None,
         on_committed: Callable[[int, PreparedAppend], None],
         on_failure: Callable[[BaseException], None],
         max_batch_bytes: int = MAX_BATCH_BYTES,
@@ -63,7 +74,7 @@ class MetadataLogSink:
         self._max_batch_bytes = max_batch_bytes
         self._clock_ms = clock_ms
         # Only valid while nothing is in flight: the sink is created before the queue starts.
-        self._next = log.log.log_end_offset
+        self._next = next_offset if next_offset is not None else log.log.log_end_offset  # type: ignore[union-attr]
         self._tasks: set[asyncio.Task[None]] = set()
         self._unreported: deque[PreparedAppend] = deque()
         self._failed: BaseException | None = None

@@ -60,11 +60,6 @@ def load_controller_config(path: str, overrides: dict[str, str]) -> KafkaConfig:
         cfg.listener(names[0])
     except ConfigError as e:
         raise StartupError(str(e)) from None
-    voters = cfg.quorum_voters
-    if len(voters) > 1:
-        raise StartupError(
-            f"{path}: controller.quorum.voters names {len(voters)} voters; kraftpy runs a single-voter quorum"
-        )
     return cfg
 
 

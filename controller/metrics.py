@@ -31,6 +31,12 @@ class ControllerStats:
     log_start_offset: int = 0
     latest_snapshot_offset: int = -1
     event_queue_size: int = 0
+    last_applied_offset: int = -1
+    last_committed_offset: int = -1
+    last_applied_lag_ms: float = 0.0
+    raft_leader: int = -1
+    raft_epoch: int = 0
+    raft_election_ms: float = 0.0
 
 
 _GAUGES: tuple[tuple[str, str, str], ...] = (
@@ -49,6 +55,28 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
     ("log_start_offset", "First offset still in the metadata log", "log_start_offset"),
     ("latest_snapshot_end_offset", "End offset of the newest snapshot, -1 if none", "latest_snapshot_offset"),
     ("event_queue_size", "Events waiting in the controller event queue", "event_queue_size"),
+    (
+        "last_applied_record_offset",
+        "LastAppliedRecordOffset: last offset replayed into the state",
+        "last_applied_offset",
+    ),
+    (
+        "last_committed_record_offset",
+        "LastCommittedRecordOffset: last offset the quorum committed",
+        "last_committed_offset",
+    ),
+    (
+        "last_applied_record_lag_ms",
+        "LastAppliedRecordLagMs: now minus the timestamp of the last applied batch",
+        "last_applied_lag_ms",
+    ),
+    ("raft_current_leader", "raft current-leader: the leader's node id, -1 if unknown", "raft_leader"),
+    ("raft_current_epoch", "raft current-epoch: the quorum epoch this voter knows", "raft_epoch"),
+    (
+        "raft_election_latency_ms",
+        "raft election-latency: the last election this voter won, in ms",
+        "raft_election_ms",
+    ),
 )
 
 
@@ -95,6 +123,11 @@ class ControllerMetrics:
         self.snapshots = Counter(f"{PREFIX}_snapshots", "Metadata snapshots written", registry=registry)
         self.commit_batches = Counter(
             f"{PREFIX}_commit_fsyncs", "Group commits (one fsync each) of the metadata log", registry=registry
+        )
+        self.new_active_controllers = Counter(
+            f"{PREFIX}_new_active_controllers",
+            "NewActiveControllersCount: times this controller became the active one",
+            registry=registry,
         )
         registry.register(_StatsCollector(stats))
         self._event_children: dict[str, tuple[Any, Any]] = {}

@@ -1,12 +1,17 @@
-"""The controller's Raft client for a single-voter quorum (a cut-down KafkaRaftClient).
+"""The controller's Raft client: the sans-IO `RaftCore` wired to the metadata log and to its peers.
 
-This is the one place that knows the quorum has a single voter. It wins its own election (one
-epoch more than any it has seen, persisted in quorum-state, announced by a LeaderChange control
-batch), counts a record committed as soon as an fsync covers it (the high watermark is the flushed
-end of the log), and answers Fetch and FetchSnapshot as the leader. The rest of the process sees
-only what a multi-voter client offers as well: the leader epoch and high watermark, a sink to
-append through, commit and failure callbacks, snapshots written onto the log, and the Raft RPCs;
-a quorum of three replaces this class, not its users.
+One driver task feeds the core. Inputs (ticks, peers' messages, the leader's appends, snapshots)
+queue up while a step is on the metadata log's thread; the next step takes all of them at once, so
+one fsync covers them (group commit). A step persists its `Ready` before it returns, and only then
+does the driver send messages and hand committed batches to the controller: a vote or an epoch
+change is on disk before anyone hears of it, and nothing uncommitted reaches the state machine.
+
+The controller learns three things from this client (`RaftListener`): committed batches of other
+leaders to replay; that this node now leads, once everything before its epoch is applied (Kafka's
+maybeFireLeaderChange), so it can claim; and that it stopped leading, so it reverts to the committed
+state. Requests from peers and brokers come in over HTTP: `handle(message)` steps the core and
+returns the answer it produced. Fetches park at the leader until there is something new (long poll);
+brokers, which are observers, get committed batches only.
 """
 
 from __future__ import annotations
@@ -14,26 +19,37 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-from collections.abc import Callable
+import random
+import time
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import structlog
 
-from controller.log_sink import MetadataLogSink, PreparedAppend
-from controller.raft_fetch import (
-    FetchKind,
-    FetchRequestView,
-    LogState,
-    OffsetAndEpoch,
-    decide_fetch,
-    decide_fetch_snapshot,
+from controller.raft_fetch import LogState, OffsetAndEpoch, decide_fetch_snapshot
+from controller.raft_log import LogView as FileView
+from controller.raft_log import read_snapshot_chunk, read_view, write_snapshot
+from controller.raft_store import RaftLogStore, entries_of
+from kraftpy.raft.config import QuorumConfig
+from kraftpy.raft.core import RaftCore
+from kraftpy.raft.messages import (
+    Entry,
+    Envelope,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    Message,
+    Request,
+    Response,
+    VoteRequest,
 )
-from controller.raft_log import LogView, read_committed, read_snapshot_chunk, read_view, write_snapshot
-from kraftpy.metalog.group_commit import GroupCommitLog
-from protocol.errors import Errors
-from protocol.rpc.fetch import EpochEndOffset, FetchRequest, FetchResponse, LeaderIdAndEpoch, SnapshotIdData
-from protocol.rpc.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
+from kraftpy.raft.ready import Ready
+from kraftpy.raft.state import Role
+from protocol.errors import Errors, KafkaError
+from protocol.record_batch import read_batch_header
 
 if TYPE_CHECKING:
     from kraftpy.metalog.files import SnapshotId
@@ -43,205 +59,536 @@ log = structlog.get_logger(__name__)
 
 T = TypeVar("T")
 
+TICK_INTERVAL_S = 0.01
+# How long the leader parks a Fetch with nothing to send (Kafka's client asks for up to 500 ms).
+FETCH_MAX_WAIT_MS = 500
 
-class SingleVoterRaftClient:
-    """`await become_leader()`, append through `sink`; `begin_shutdown()`, `drain()`, then `close()`."""
+
+class NotLeaderError(KafkaError):
+    """An append of a term that ended: the records may or may not survive under the next leader."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.NOT_CONTROLLER, message)
+
+
+class RaftListener(Protocol):
+    """What the controller does with what the quorum decides (Kafka's RaftClient.Listener)."""
+
+    async def handle_commit(self, entries: Sequence[Entry]) -> None: ...
+
+    async def handle_snapshot(self, snapshot_id: SnapshotId) -> None: ...
+
+    async def handle_claim(self, epoch: int) -> None: ...
+
+    async def handle_renounce(self, applied_offset: int) -> None: ...
+
+
+class PeerTransport(Protocol):
+    """Sends a core request to a peer and returns the core response (None when nothing came back)."""
+
+    async def send(self, destination: int, message: Request) -> Response | None: ...
+
+    async def fetch_snapshot(
+        self, destination: int, request: FetchSnapshotRequest
+    ) -> FetchSnapshotResponse | None: ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass
+class ReplicaProgress:
+    """What the leader knows of one replica (DescribeQuorum's ReplicaState)."""
+
+    log_end_offset: int = -1
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+
+
+@dataclass(eq=False)
+class _Input:
+    call: Callable[[RaftCore, int], Ready]
+    future: asyncio.Future[Any] | None = None
+    # Picks, from the step's messages, the answer to an incoming request (it is returned, not sent).
+    reply_to: tuple[int, type] | None = None
+    append_last: int = -1  # an append: its future resolves once this offset is committed
+    ready: Ready | None = field(default=None, repr=False)
+
+
+class RaftClient:
+    """`await start()`, then inputs; `begin_shutdown()`, `await resign()`, `await close()`."""
 
     def __init__(
         self,
         mlog: MetadataLog,
         log_thread: ThreadPoolExecutor,
         *,
+        config: QuorumConfig,
         node_id: int,
-        cluster_id: str,
-        on_committed: Callable[[int, PreparedAppend], None],
+        listener: RaftListener,
+        transport: PeerTransport,
         on_failure: Callable[[BaseException], None],
+        clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
+        wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
-        """`log_thread` is single-threaded and the only one touching `mlog`, so its calls are ordered."""
+        self.config = config
         self.node_id = node_id
-        self.cluster_id = cluster_id
+        self.cluster_id = config.cluster_id
+        self._log_thread = log_thread
+        self._store = RaftLogStore(mlog, config.voters)
+        self._listener = listener
+        self._transport = transport
+        self._on_failure = on_failure
+        self._clock_ms = clock_ms
+        self._wall_clock_ms = wall_clock_ms
+        self._core: RaftCore | None = None
+        self._inputs: asyncio.Queue[_Input] = asyncio.Queue()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._driver: asyncio.Task[None] | None = None
+        self._ticker: asyncio.Task[None] | None = None
+        # Fetches with nothing to send wait here; an append or a high watermark move wakes them all.
+        self._parked: list[asyncio.Future[None]] = []
+        self._tick_pending = False
+        self._appends: list[_Input] = []  # appends of this term not yet committed, in offset order
+        self._claimed_epoch = -1
+        self._shutting_down = False
+        self._failed: BaseException | None = None
+        self._file_view = FileView()
+        self.replicas: dict[int, ReplicaProgress] = {}
+        # Figures for metrics, health and DescribeQuorum, read on the loop.
+        self.role = Role.UNATTACHED
+        self.leader_id = -1
         self.leader_epoch = 0
         self.high_watermark = 0
-        self._log_thread = log_thread
-        self._gcl = GroupCommitLog(mlog, log_thread)
-        self._on_committed = on_committed
-        self._on_failure = on_failure
-        self._sink: MetadataLogSink | None = None
-        self._view = LogView()
-        self._hw_changed = asyncio.Event()
-        self._shutting_down = False
+        self.log_end_offset = 0
+        self.log_start_offset = 0
+        self.applied_offset = 0
+        self.elections_won = 0
+        self.last_election_ms: float = 0.0
+        self._election_started: int | None = None
+        self._last_applied_timestamp_ms = -1
+
+    # ---- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        store = self._store
+
+        def make_core() -> RaftCore:
+            return RaftCore(
+                self.config,
+                self.node_id,
+                store.quorum_state(),
+                store.view(),
+                store,
+                random.Random(),
+                self._clock_ms(),
+                leader_change=lambda offset, epoch, granting: store.leader_change(
+                    offset, epoch, self.node_id, granting
+                ),
+            )
+
+        self._core = await self._on_log_thread(make_core)
+        self._file_view = await self._on_log_thread(read_view, store.log)
+        self._publish_figures(self._core)
+        loop = asyncio.get_running_loop()
+        self._driver = loop.create_task(self._drive(), name="raft-driver")
+        self._driver.add_done_callback(self._driver_stopped)
+        self._ticker = loop.create_task(self._tick_forever(), name="raft-ticker")
+
+    def begin_shutdown(self) -> None:
+        """Fetches answer at once from now on, and the leader starts no new term work."""
+        self._shutting_down = True
+        self._wake_parked()
+
+    async def resign(self, timeout_s: float = 1.0) -> None:
+        """Graceful: a leader tells the voters (EndQuorumEpoch) so the most caught up runs at once."""
+        if self._core is None or self._driver is None or self._driver.done():
+            return
+        if self.role is Role.LEADER:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._submit(lambda core, now: core.resign(now)), timeout_s)
+                # Give the EndQuorumEpoch requests a moment to leave.
+                await asyncio.sleep(0.05)
+
+    async def close(self) -> None:
+        for task in (self._ticker, self._driver):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._fail_appends(NotLeaderError("the controller is shutting down"))
+        await self._transport.close()
+
+    def _driver_stopped(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            exc = task.exception()
+            assert exc is not None
+            self._failed = exc
+            self._on_failure(exc)
+
+    # ---- inputs --------------------------------------------------------------------------------
+
+    def _submit(
+        self, call: Callable[[RaftCore, int], Ready], *, reply_to: tuple[int, type] | None = None
+    ) -> asyncio.Future[Any]:
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._inputs.put_nowait(_Input(call, fut, reply_to))
+        return fut
+
+    def step(self, source: int, message: Message) -> None:
+        self._inputs.put_nowait(
+            _Input(lambda core, now: core.step(Envelope(source, self.node_id, message), now))
+        )
+
+    async def handle(self, source: int, message: Request, reply_type: type) -> Any:
+        """An incoming request: step the core and return the answer it produced for `source`."""
+        if self._failed is not None:
+            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, "the Raft client failed")
+        return await self._submit(
+            lambda core, now: core.step(Envelope(source, self.node_id, message), now),
+            reply_to=(source, reply_type),
+        )
+
+    def append(self, batches: Sequence[bytes], base_offset: int, last_offset: int) -> asyncio.Future[Any]:
+        """Append batches as the leader of the claimed term; resolves once they are committed."""
+        counts = []
+        for data in batches:
+            (entry,) = entries_of(data)
+            counts.append(entry.count)
+        epoch = self._claimed_epoch
+
+        def call(core: RaftCore, now: int) -> Ready:
+            if core.role is not Role.LEADER or core.epoch != epoch:
+                raise NotLeaderError(f"no longer the leader of epoch {epoch}")
+            if core.view.end_offset != base_offset:
+                raise RuntimeError(
+                    f"BUG: records prepared for offset {base_offset}, the log ends at {core.view.end_offset}"
+                )
+            return core.append(list(batches), now, counts=counts)
+
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        item = _Input(call, fut, append_last=last_offset)
+        self._inputs.put_nowait(item)
+        return fut
+
+    def create_snapshot(self, end_offset: int) -> None:
+        """A snapshot file for `end_offset` was written: the core's log now starts there."""
+
+        def call(core: RaftCore, now: int) -> Ready:
+            if end_offset <= core.view.log_start or end_offset > core.applied:
+                return Ready()
+            return core.create_snapshot(end_offset, b"", now)
+
+        self._inputs.put_nowait(_Input(call))
+
+    async def _tick_forever(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_S)
+            if not self._tick_pending:
+                # One tick waits at a time, however busy the queue: timers must fire under load too.
+                self._tick_pending = True
+                self._inputs.put_nowait(_Input(self._tick))
+
+    def _tick(self, core: RaftCore, now: int) -> Ready:
+        self._tick_pending = False
+        return core.tick(now)
+
+    # ---- the driver ----------------------------------------------------------------------------
 
     async def _on_log_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        # Straight onto the executor, not GroupCommitLog.run: a failed read must not fail the log.
         return await asyncio.get_running_loop().run_in_executor(
             self._log_thread, functools.partial(fn, *args)
         )
 
-    # ---- leadership and replication ------------------------------------------------------------------
+    def _run_inputs(self, inputs: list[_Input]) -> list[_Input]:
+        """On the log thread: step the core once per input and persist each Ready; one fsync for all
+        the log writes (quorum-state is written, and synced, on its own)."""
+        core = self._core
+        assert core is not None
+        for item in inputs:
+            try:
+                ready = item.call(core, self._clock_ms())
+            except KafkaError as e:
+                item.ready = None
+                if item.future is not None:
+                    item.future.get_loop().call_soon_threadsafe(_fail, item.future, e)
+                continue
+            self._store.persist(ready)
+            item.ready = ready
+        self._store.flush()
+        self._publish_figures(core)
+        return inputs
 
-    async def become_leader(self) -> None:
-        """A single voter wins every election it runs: one epoch more than any it has seen."""
-        mlog = self._gcl.log
-        self.leader_epoch = await self._on_log_thread(_elect_self, mlog, self.node_id)
-        await self._gcl.flush()
-        self.high_watermark = mlog.flushed_offset
-        await self._refresh_view()
-        log.info("became the active controller", leader_epoch=self.leader_epoch, node_id=self.node_id)
-        self._sink = MetadataLogSink(
-            self._gcl, self.leader_epoch, on_committed=self._committed, on_failure=self._on_failure
-        )
+    async def _drive(self) -> None:
+        while True:
+            inputs = [await self._inputs.get()]
+            while not self._inputs.empty():
+                inputs.append(self._inputs.get_nowait())
+            done = await self._on_log_thread(self._run_inputs, inputs)
+            for item in done:
+                if item.ready is not None:
+                    await self._dispatch(item)
+
+    def _publish_figures(self, core: RaftCore) -> None:
+        # Plain attribute writes: the loop reads them for metrics without a hop.
+        self.role = core.role
+        self.leader_id = core.leader_id
+        self.leader_epoch = core.epoch
+        self.high_watermark = core.high_watermark
+        self.log_end_offset = core.view.end_offset
+        self.log_start_offset = core.view.log_start
+        self.applied_offset = core.applied
+
+    async def _dispatch(self, item: _Input) -> None:
+        ready = item.ready
+        core = self._core
+        assert ready is not None and core is not None
+        messages = ready.messages
+        if item.reply_to is not None and item.future is not None:
+            source, reply_type = item.reply_to
+            answer = next(
+                (e for e in messages if e.destination == source and isinstance(e.message, reply_type)), None
+            )
+            if answer is not None:
+                messages = [e for e in messages if e is not answer]
+            _settle(item.future, answer.message if answer is not None else None)
+        for envelope in messages:
+            self._spawn(self._send(envelope))
+        if item.append_last >= 0 and item.future is not None:
+            self._appends.append(item)
+        changed = bool(ready.appends) or ready.truncate_to is not None or ready.install_snapshot is not None
+        if ready.local_snapshot is not None or ready.install_snapshot is not None:
+            self._file_view = await self._on_log_thread(read_view, self._store.log)
+        if ready.apply_snapshot is not None:
+            sid = ready.apply_snapshot.snapshot_id
+            from kraftpy.metalog.files import SnapshotId
+
+            await self._listener.handle_snapshot(SnapshotId(sid.EndOffset, sid.Epoch))
+        if ready.committed:
+            self._last_applied_timestamp_ms = read_batch_header(ready.committed[-1].data).max_timestamp
+            if self._claimed_epoch >= 0:
+                self._release_appends(ready.high_watermark)
+            else:
+                await self._listener.handle_commit(ready.committed)
+            changed = True
+        await self._check_leadership(core)
+        if changed:
+            self._wake_parked()
+
+    async def _check_leadership(self, core: RaftCore) -> None:
+        leading = core.role is Role.LEADER
+        if self._claimed_epoch >= 0 and (not leading or core.epoch != self._claimed_epoch):
+            epoch, self._claimed_epoch = self._claimed_epoch, -1
+            self._fail_appends(NotLeaderError(f"lost the leadership of epoch {epoch}"))
+            log.info(
+                "resigned as the active controller",
+                leader_epoch=epoch,
+                now_following=core.leader_id,
+                role=core.role.value,
+                epoch=core.epoch,
+            )
+            await self._listener.handle_renounce(core.applied)
+        if core.role is Role.CANDIDATE and self._election_started is None:
+            self._election_started = self._clock_ms()
+        if (
+            leading
+            and self._claimed_epoch < 0
+            and not self._shutting_down
+            and core.applied > core.epoch_start_offset
+        ):
+            self._claimed_epoch = core.epoch
+            self.elections_won += 1
+            if self._election_started is not None:
+                self.last_election_ms = float(self._clock_ms() - self._election_started)
+            self._election_started = None
+            self.replicas = {v: ReplicaProgress() for v in self.config.voters if v != self.node_id}
+            log.info("became the active controller", leader_epoch=core.epoch, node_id=self.node_id)
+            await self._listener.handle_claim(core.epoch)
+        if core.role in (Role.FOLLOWER, Role.LEADER):
+            self._election_started = None
+
+    def _release_appends(self, high_watermark: int) -> None:
+        while self._appends and self._appends[0].append_last < high_watermark:
+            item = self._appends.pop(0)
+            assert item.future is not None
+            _settle(item.future, high_watermark)
+
+    def _fail_appends(self, exc: BaseException) -> None:
+        appends, self._appends = self._appends, []
+        for item in appends:
+            if item.future is not None:
+                _fail(item.future, exc)
+
+    def applied_lag_ms(self) -> float:
+        """LastAppliedRecordLagMs: how old the last applied batch is."""
+        if self._last_applied_timestamp_ms < 0:
+            return 0.0
+        return float(max(0, self._wall_clock_ms() - self._last_applied_timestamp_ms))
 
     @property
-    def sink(self) -> MetadataLogSink:
-        assert self._sink is not None, "no sink before the election"
-        return self._sink
+    def claimed_epoch(self) -> int:
+        """The epoch this node serves as the active controller, or -1."""
+        return self._claimed_epoch
 
     @property
-    def log_end_offset(self) -> int:
-        return self._sink.next_offset if self._sink is not None else 0
+    def next_offset(self) -> int:
+        return self.log_end_offset
 
-    @property
-    def log_start_offset(self) -> int:
-        return self._view.log_start_offset
+    # ---- sending -------------------------------------------------------------------------------
 
-    @property
-    def latest_snapshot_end_offset(self) -> int:
-        snapshots = self._view.snapshots
-        return snapshots[-1].offset if snapshots else -1
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
-    def _committed(self, high_watermark: int, appended: PreparedAppend) -> None:
-        # With one voter, durable on this disk is committed.
-        self.high_watermark = max(self.high_watermark, high_watermark)
-        self._on_committed(self.high_watermark, appended)
-        # Long-poll: any commit wakes every waiting fetch to look again.
-        self._hw_changed.set()
-        self._hw_changed.clear()
-
-    async def write_snapshot(self, records: list[Any], end_offset: int, timestamp_ms: int) -> SnapshotId:
-        sid = await self._on_log_thread(write_snapshot, self._gcl.log, records, end_offset, timestamp_ms)
-        await self._refresh_view()
-        return sid
-
-    async def _refresh_view(self) -> None:
-        self._view = await self._on_log_thread(read_view, self._gcl.log)
-
-    # ---- stop ---------------------------------------------------------------------------------------------
-
-    def begin_shutdown(self) -> None:
-        """Fetches answer at once from now on (and those waiting wake up)."""
-        self._shutting_down = True
-        self._hw_changed.set()
-
-    async def drain(self) -> None:
-        """Wait for every append to be durable (or to have failed)."""
-        if self._sink is not None:
-            await self._sink.drain()
-
-    async def close(self) -> None:
+    async def _send(self, envelope: Envelope) -> None:
+        message = envelope.message
         try:
-            await self._gcl.close()
-        except Exception:
-            log.exception("closing the metadata log failed")
+            if isinstance(message, FetchSnapshotRequest):
+                answer: Response | None = await self._transport.fetch_snapshot(envelope.destination, message)
+            else:
+                answer = await self._transport.send(envelope.destination, message)  # type: ignore[arg-type]
+        except Exception as e:
+            log.debug("raft request failed", destination=envelope.destination, error=repr(e))
+            answer = None
+        if self._inputs_closed:
+            return
+        if answer is not None:
+            self.step(envelope.destination, answer)
+        elif isinstance(message, VoteRequest):
+            voter = envelope.destination
+            self._inputs.put_nowait(_Input(lambda core, now: core.unreachable(voter, now)))
 
-    # ---- the Raft RPCs, as the leader -------------------------------------------------------------------
+    @property
+    def _inputs_closed(self) -> bool:
+        return self._driver is None or self._driver.done()
+
+    # ---- serving Fetch and FetchSnapshot -------------------------------------------------------
+
+    async def handle_fetch(self, request: FetchRequest, max_wait_ms: int) -> tuple[FetchResponse, bool]:
+        """(answer, observer); parks while there is nothing to send. An observer gets committed
+        batches only: it applies what it fetches."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + max(0, min(max_wait_ms, FETCH_MAX_WAIT_MS)) / 1000
+        observer = request.ReplicaId not in self.config.voters
+        while True:
+            waiter = self._changed_waiter()
+            answer: FetchResponse | None = await self.handle(request.ReplicaId, request, FetchResponse)
+            if answer is None:
+                raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, "the Raft core gave no answer to a Fetch")
+            if observer:
+                answer = _committed_only(answer)
+            if answer.ErrorCode == Errors.NONE:
+                self._track(request, answer)
+            remaining = deadline - loop.time()
+            if (
+                answer.ErrorCode != Errors.NONE
+                or answer.Records
+                or answer.DivergingEpoch is not None
+                or answer.SnapshotId is not None
+                or remaining <= 0
+                or self._shutting_down
+            ):
+                waiter.cancel()
+                return answer, observer
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, remaining)
+
+    def _changed_waiter(self) -> asyncio.Future[None]:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._parked.append(fut)
+        return fut
+
+    def _wake_parked(self) -> None:
+        parked, self._parked = self._parked, []
+        for fut in parked:
+            if not fut.done():
+                fut.set_result(None)
+
+    def _track(self, request: FetchRequest, answer: FetchResponse) -> None:
+        now = self._wall_clock_ms()
+        progress = self.replicas.setdefault(request.ReplicaId, ReplicaProgress())
+        progress.log_end_offset = request.FetchOffset
+        progress.last_fetch_ms = now
+        if request.FetchOffset >= self.log_end_offset or request.FetchOffset >= answer.HighWatermark:
+            progress.last_caught_up_ms = now
 
     def log_state(self) -> LogState:
         return LogState(
             cluster_id=self.cluster_id,
-            leader_id=self.node_id,
+            leader_id=self.leader_id,
             leader_epoch=self.leader_epoch,
-            log_start_offset=self._view.log_start_offset,
+            log_start_offset=self.log_start_offset,
             log_end_offset=self.log_end_offset,
             high_watermark=self.high_watermark,
-            epochs=self._view.epochs,
-            snapshots=self._view.snapshots,
-            is_leader=True,
+            epochs=self._file_view.epochs,
+            snapshots=self._file_view.snapshots,
+            is_leader=self.role is Role.LEADER,
             shutting_down=self._shutting_down,
         )
 
-    def _current_leader(self) -> LeaderIdAndEpoch:
-        return LeaderIdAndEpoch(LeaderId=self.node_id, LeaderEpoch=self.leader_epoch)
-
-    async def handle_fetch(self, req: FetchRequest, version: int) -> FetchResponse:
-        view = FetchRequestView(
-            cluster_id=req.ClusterId,
-            replica_id=req.ReplicaId,
-            current_leader_epoch=req.CurrentLeaderEpoch,
-            fetch_offset=req.FetchOffset,
-            last_fetched_epoch=req.LastFetchedEpoch,
-            max_wait_ms=req.MaxWaitMs,
-        )
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + max(0, req.MaxWaitMs) / 1000
-        while True:
-            state = self.log_state()
-            decision = decide_fetch(state, view)
-            remaining = deadline - loop.time()
-            if remaining <= 0 or not decision.should_wait(state, int(remaining * 1000) + 1):
-                break
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._hw_changed.wait(), remaining)
-        resp = FetchResponse(
-            ErrorCode=int(decision.error),
-            HighWatermark=state.high_watermark,
-            LogStartOffset=state.log_start_offset,
-            CurrentLeader=self._current_leader(),
-        )
-        if decision.kind is FetchKind.DIVERGING and decision.diverging is not None:
-            resp.DivergingEpoch = EpochEndOffset(
-                Epoch=decision.diverging.epoch, EndOffset=decision.diverging.offset
-            )
-        elif decision.kind is FetchKind.SNAPSHOT and decision.snapshot_id is not None:
-            resp.SnapshotId = SnapshotIdData(
-                EndOffset=decision.snapshot_id.offset, Epoch=decision.snapshot_id.epoch
-            )
-        elif decision.records_available(state):
-            resp.Records = await self._on_log_thread(
-                read_committed, self._gcl.log, decision.read_offset, req.MaxBytes, state.high_watermark
-            )
-        return resp
-
-    async def handle_fetch_snapshot(self, req: FetchSnapshotRequest, version: int) -> FetchSnapshotResponse:
-        wanted = OffsetAndEpoch(req.SnapshotId.EndOffset, req.SnapshotId.Epoch)
+    async def read_snapshot_chunk(
+        self,
+        cluster_id: str | None,
+        current_leader_epoch: int,
+        snapshot: OffsetAndEpoch,
+        position: int,
+        max_bytes: int,
+    ) -> tuple[Errors, int, bytes]:
+        """(error, snapshot size, bytes from `position`) for a FetchSnapshot, read from the file."""
         chunk = decide_fetch_snapshot(
             self.log_state(),
-            self._view.snapshot_sizes,
-            cluster_id=req.ClusterId,
-            current_leader_epoch=req.CurrentLeaderEpoch,
-            snapshot_id=wanted,
-            position=req.Position,
-            max_bytes=req.MaxBytes,
-        )
-        resp = FetchSnapshotResponse(
-            ErrorCode=int(chunk.error), SnapshotId=req.SnapshotId, CurrentLeader=self._current_leader()
+            self._file_view.snapshot_sizes,
+            cluster_id=cluster_id,
+            current_leader_epoch=current_leader_epoch,
+            snapshot_id=snapshot,
+            position=position,
+            max_bytes=max_bytes,
         )
         if chunk.error is not Errors.NONE:
-            return resp
+            return chunk.error, 0, b""
         data = await self._on_log_thread(
-            read_snapshot_chunk, self._gcl.log, wanted, chunk.position, chunk.length
+            read_snapshot_chunk, self._store.log, snapshot, chunk.position, chunk.length
         )
         if data is None:
-            resp.ErrorCode = int(Errors.SNAPSHOT_NOT_FOUND)
-            return resp
-        resp.Size = chunk.size
-        resp.Position = chunk.position
-        resp.UnalignedRecords = data
-        return resp
+            return Errors.SNAPSHOT_NOT_FOUND, 0, b""
+        return Errors.NONE, chunk.size, data
+
+    # ---- snapshots written by this controller --------------------------------------------------
+
+    async def write_snapshot(self, records: list[Any], end_offset: int, timestamp_ms: int) -> SnapshotId:
+        sid = await self._on_log_thread(write_snapshot, self._store.log, records, end_offset, timestamp_ms)
+        self._file_view = await self._on_log_thread(read_view, self._store.log)
+        self.create_snapshot(sid.offset)
+        return sid
+
+    @property
+    def latest_snapshot_end_offset(self) -> int:
+        snapshots = self._file_view.snapshots
+        return snapshots[-1].offset if snapshots else -1
 
 
-def _elect_self(mlog: MetadataLog, node_id: int) -> int:
-    """On the log's thread: persist the vote and the leadership, then announce it in the new epoch."""
-    from kraftpy.metalog.checkpoints import QuorumStateData
-    from protocol.control_records import LeaderChangeMessage
+def _committed_only(answer: FetchResponse) -> FetchResponse:
+    """Trim an answer's batches to those wholly below the high watermark."""
+    if not answer.Records:
+        return answer
+    kept = [e for e in answer.Records if e.end <= answer.HighWatermark]
+    if len(kept) == len(answer.Records):
+        return answer
+    from dataclasses import replace
 
-    previous = mlog.read_quorum_state()
-    epoch = max(previous.leader_epoch if previous is not None else 0, mlog.latest_epoch, 0) + 1
-    # The vote and the leadership are on disk before anything is written in the new epoch.
-    mlog.write_quorum_state(
-        QuorumStateData(leader_id=node_id, leader_epoch=epoch, voted_id=node_id, current_voters=(node_id,))
-    )
-    me = LeaderChangeMessage.Voter(VoterId=node_id)
-    mlog.append_control(
-        [LeaderChangeMessage(Version=0, LeaderId=node_id, Voters=[me], GrantingVoters=[me])], epoch
-    )
-    return epoch
+    return replace(answer, Records=tuple(kept))
+
+
+def _settle(fut: asyncio.Future[Any], value: Any) -> None:
+    if not fut.done():
+        fut.set_result(value)
+
+
+def _fail(fut: asyncio.Future[Any], exc: BaseException) -> None:
+    if not fut.done():
+        fut.set_exception(exc)

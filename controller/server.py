@@ -1,15 +1,20 @@
-"""The controller process: its parts started in order, each start paired with its teardown.
+"""The controller process: one voter of the KRaft quorum, active while it leads.
 
 Start order (each step only once the previous one worked, so a failed start tears down only what
-was started): load the storage, bootstrap metadata and metadata log, replayed, in one hop onto the
-log's thread (`startup`); win the election and take over the log (`raft_client`); the snapshot
-generator (`snapshots`); the event queue, then the activation records (the bootstrap transaction on
-an empty log) and the controller's own registration; the timers (`timers`); RPC on the controller
-listener (`handlers`).
+was started): load the storage, bootstrap metadata and the latest snapshot, in one hop onto the
+log's thread (`startup`); the snapshot generator (`snapshots`); the Raft client (`raft_client`),
+which replays the log's committed records as the quorum learns them; RPC on the controller
+listener (`handlers`). A lone voter elects itself at once, and `start` returns once it is active.
 
-Stop runs the teardowns in reverse, after refusing new work: stop listening, stop the timers, drain
-the event queue and wait for every append to be durable, stop snapshots, let open requests finish,
-close the log. Problems an operator can fix surface as StartupError; a failure while running halts.
+Every voter replays committed records into the same controller state (a hot standby). The one that
+leads, once it has applied everything before its epoch, claims: it opens an `ActiveTerm` (event
+queue, log sink, timers), writes the activation records and its own registration, and serves
+brokers. When it stops leading, the term is aborted (waiting callers get NOT_CONTROLLER) and the
+state is rebuilt from the committed prefix, since the records it appended may be cut.
+
+Stop runs the teardowns in reverse, after refusing new work: resign (EndQuorumEpoch) so another
+voter takes over at once, stop listening, end the term, stop snapshots and the Raft client, close
+the log. Problems an operator can fix surface as StartupError; a failure while running halts.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING, Any
@@ -24,34 +30,54 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
+from controller.active_term import ActiveTerm
 from controller.committed_image import CommittedImage
 from controller.errors import StartupError, halt
-from controller.event_queue import ControllerEventQueue
 from controller.handlers import ControllerApis
 from controller.health import controller_stats, health
 from controller.log_sink import PreparedAppend
 from controller.metrics import ControllerMetrics, ControllerStats
-from controller.raft_client import SingleVoterRaftClient
-from controller.self_registration import register_from_config
+from controller.raft_client import NotLeaderError, RaftClient
+from controller.raft_transport import HttpRaftTransport
 from controller.snapshot_policy import SnapshotPolicy
 from controller.snapshots import SnapshotGenerator
-from controller.startup import load_metadata, log_loaded
-from controller.timers import ControllerTimers
-from protocol.errors import Errors, KafkaError
+from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
+from kraftpy.raft.config import QuorumConfig
+from kraftpy.raft.messages import Entry
+from protocol.record_batch import decode_batch, metadata_records
 
 if TYPE_CHECKING:
     from controller.core import QuorumControllerCore
+    from controller.startup import LoadedMetadata
     from kraftpy.config import KafkaConfig
+    from kraftpy.metalog.files import SnapshotId
 
 log = structlog.get_logger(__name__)
+
+# A lone voter elects itself at once; this bounds how long `start` waits for it.
+SINGLE_VOTER_CLAIM_TIMEOUT_S = 60.0
 
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def quorum_config(cfg: KafkaConfig, cluster_id: str) -> QuorumConfig:
+    return QuorumConfig(
+        cluster_id=cluster_id,
+        voters=frozenset(v.id for v in cfg.quorum_voters),
+        election_timeout_ms=cfg.controller_quorum_election_timeout_ms,
+        fetch_timeout_ms=cfg.controller_quorum_fetch_timeout_ms,
+        election_backoff_max_ms=cfg.controller_quorum_election_backoff_max_ms,
+        request_timeout_ms=cfg.controller_quorum_request_timeout_ms,
+        retry_backoff_ms=cfg.controller_quorum_retry_backoff_ms,
+        # The leader parks a Fetch with nothing to send, so a follower may ask again at once.
+        fetch_idle_ms=0,
+    )
+
+
 class ControllerServer:
-    """One active controller. `await start()`, then `await stop()` (safe after a failed start)."""
+    """One voter. `await start()`, then `await stop()` (safe after a failed start)."""
 
     def __init__(self, cfg: KafkaConfig) -> None:
         from prometheus_client import CollectorRegistry, ProcessCollector
@@ -61,11 +87,15 @@ class ControllerServer:
         self.cluster_id = ""
         self.port: int | None = None
         self._teardown = AsyncExitStack()
+        self._loaded: LoadedMetadata | None = None
         self._core: QuorumControllerCore | None = None
-        self._raft: SingleVoterRaftClient | None = None
-        self._queue: ControllerEventQueue | None = None
+        self._raft: RaftClient | None = None
+        self._term: ActiveTerm | None = None
         self._snapshots: SnapshotGenerator | None = None
+        self._log_thread: ThreadPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
+        self._activated = asyncio.Event()
+        self._term_tasks: set[asyncio.Task[Any]] = set()
         self._stopping = False
         self._stopped = False
         self.registry = CollectorRegistry()
@@ -76,32 +106,36 @@ class ControllerServer:
     def leader_epoch(self) -> int:
         return self._raft.leader_epoch if self._raft is not None else 0
 
+    @property
+    def active(self) -> bool:
+        return self._term is not None and not self._stopping
+
     # ---- start ------------------------------------------------------------------------------------------
 
     async def start(self) -> None:
         cfg, teardown = self.cfg, self._teardown
         # One thread owns the metadata log, so every call on it (appends, reads, snapshots) is ordered.
-        log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-log")
+        log_thread = self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-log")
         teardown.callback(log_thread.shutdown, wait=True)
-        loaded = await asyncio.get_running_loop().run_in_executor(log_thread, load_metadata, cfg)
+        loaded = self._loaded = await asyncio.get_running_loop().run_in_executor(
+            log_thread, load_metadata, cfg
+        )
+        teardown.callback(_close_log, loaded)
         self.cluster_id = loaded.cluster_id
-
-        raft = SingleVoterRaftClient(
+        self._core = loaded.core
+        log_loaded(loaded)
+        voters = {v.id: f"http://{v.host}:{v.port}" for v in cfg.quorum_voters}
+        raft = self._raft = RaftClient(
             loaded.log,
             log_thread,
+            config=quorum_config(cfg, self.cluster_id),
             node_id=self.node_id,
-            cluster_id=self.cluster_id,
-            on_committed=self._on_committed,
+            listener=self,
+            transport=HttpRaftTransport(voters, self.node_id, self.cluster_id),
             on_failure=self._on_log_failure,
         )
-        teardown.push_async_callback(raft.close)
-        log_loaded(loaded)
-        await raft.become_leader()
-        self._raft = raft
-        core = self._core = loaded.core
-
         snapshots = self._snapshots = SnapshotGenerator(
-            CommittedImage(loaded.delta, raft.log_end_offset),
+            CommittedImage(loaded.delta, loaded.latest_snapshot.offset if loaded.latest_snapshot else 0),
             SnapshotPolicy(
                 max_bytes_between=cfg.metadata_log_max_record_bytes_between_snapshots,
                 max_interval_ms=cfg.metadata_log_max_snapshot_interval_ms,
@@ -113,44 +147,36 @@ class ControllerServer:
             on_snapshot=self.metrics.snapshots.inc,
         )
         teardown.push_async_callback(snapshots.stop)
-        # Requests still open when listening stops finish here, once the queue has answered them.
+        # Requests still open when listening stops finish here, once the term has answered them.
         teardown.push_async_callback(self._finish_requests)
-
-        queue = self._queue = ControllerEventQueue(
-            replay=core.replay,
-            sink=raft.sink,
-            on_fatal=halt,
-            observe=self.metrics.observe_event,
-            on_records=self.metrics.count_records,
-        )
-        queue.on_committed(raft.high_watermark)
-        core.activate(_wall_clock_ms())
-        queue.start()
-        teardown.push_async_callback(self._drain)
-        await queue.write(
-            "activate",
-            lambda ctx: core.activation_records(loaded.bootstrap_records, loaded.metadata_version_level),
-        )
-        await queue.write("registerController", lambda ctx: register_from_config(cfg, core.metadata_version))
-
-        timers = ControllerTimers(cfg, core, queue, clock_ms=_wall_clock_ms)
-        timers.start()
+        await raft.start()
+        teardown.push_async_callback(raft.close)
+        teardown.push_async_callback(self._end_term)
         snapshots.start_time_trigger()
-        teardown.push_async_callback(timers.stop)
+        if len(voters) == 1:
+            # A lone voter elects itself at once; it listens once active, as a lone controller did.
+            try:
+                await asyncio.wait_for(self._activated.wait(), SINGLE_VOTER_CLAIM_TIMEOUT_S)
+            except TimeoutError:
+                raise StartupError("a lone voter did not become the active controller") from None
 
         await self._listen(
             ControllerApis(
-                core,
-                queue,
+                lambda: self._term,
                 raft,
                 self.metrics,
                 heartbeat_deadline_s=cfg.broker_heartbeat_interval_ms / 2000,
                 clock_ms=_wall_clock_ms,
+                cluster_id=self.cluster_id,
             )
         )
         teardown.push_async_callback(self._stop_listening)
         log.info(
-            "controller started", port=self.port, cluster_id=self.cluster_id, leader_epoch=self.leader_epoch
+            "controller started",
+            port=self.port,
+            cluster_id=self.cluster_id,
+            voters=sorted(voters),
+            leader_epoch=self.leader_epoch,
         )
 
     async def _listen(self, apis: ControllerApis) -> None:
@@ -169,6 +195,76 @@ class ControllerServer:
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
 
+    # ---- what the quorum decides (RaftListener) --------------------------------------------------------
+
+    async def handle_commit(self, entries: Sequence[Entry]) -> None:
+        """Batches another leader wrote, now committed: replay them (the standby stays hot)."""
+        assert self._core is not None and self._snapshots is not None
+        core, committed = self._core, self._snapshots.committed
+        for entry in entries:
+            batch = decode_batch(entry.data, 0, False)
+            if batch.is_control:
+                committed.skip_to(entry.end)
+                continue
+            records = metadata_records(batch)
+            for i, record in enumerate(records):
+                core.replay(record, entry.offset + i)
+            committed.add(entry.offset, records, entry.epoch, batch.max_timestamp)
+        self._snapshots.after_commit(sum(len(e.data) for e in entries))
+
+    async def handle_snapshot(self, snapshot_id: SnapshotId) -> None:
+        """A snapshot from the leader replaced our log: load the state it holds."""
+        assert self._loaded is not None and self._log_thread is not None and self._snapshots is not None
+        core, delta = await asyncio.get_running_loop().run_in_executor(
+            self._log_thread, reload_snapshot, self.cfg, self.cluster_id, self._loaded.log
+        )
+        self._core = core
+        self._snapshots.reset(CommittedImage(delta, snapshot_id.offset))
+        log.info("loaded the leader's snapshot", end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
+
+    async def handle_claim(self, epoch: int) -> None:
+        """This voter leads and has applied everything before its epoch: become the active controller."""
+        assert self._core is not None and self._raft is not None and self._loaded is not None
+        if self._stopping:
+            return
+        term = self._term = ActiveTerm.open(
+            self.cfg,
+            self._core,
+            self._raft,
+            epoch,
+            metrics=self.metrics,
+            on_committed=self._on_committed,
+            on_failure=self._on_log_failure,
+            clock_ms=_wall_clock_ms,
+        )
+        self.metrics.new_active_controllers.inc()
+        # The activation writes wait for their commit, which needs the Raft driver that called us.
+        task = asyncio.ensure_future(self._activate(term))
+        self._term_tasks.add(task)
+        task.add_done_callback(self._term_tasks.discard)
+
+    async def _activate(self, term: ActiveTerm) -> None:
+        assert self._loaded is not None
+        await term.activate(self._loaded.bootstrap_records, self._loaded.metadata_version_level)
+        self._activated.set()
+
+    async def handle_renounce(self, applied_offset: int) -> None:
+        """Another voter leads now: end the term and go back to the committed state."""
+        assert self._loaded is not None and self._log_thread is not None
+        await self._abort_term("another controller leads now")
+        if self._stopping:
+            return  # resigned on the way out: nothing will read the state again
+        self._core = await asyncio.get_running_loop().run_in_executor(
+            self._log_thread, rebuild, self.cfg, self.cluster_id, self._loaded.log, applied_offset
+        )
+
+    async def _abort_term(self, why: str) -> None:
+        term, self._term = self._term, None
+        if term is not None:
+            await term.abort(NotLeaderError(why))
+        for task in list(self._term_tasks):
+            task.cancel()
+
     # ---- stop -------------------------------------------------------------------------------------------
 
     async def stop(self) -> None:
@@ -180,22 +276,23 @@ class ControllerServer:
         self._stopping = True
         if self._raft is not None:
             self._raft.begin_shutdown()
+            if self._term is not None:
+                await self._term.drain()
+            await self._raft.resign()
         if self._snapshots is not None:
             self._snapshots.begin_shutdown()
         await self._teardown.aclose()
         if self.port is not None:
             log.info("controller stopped")
 
+    async def _end_term(self) -> None:
+        await self._abort_term("the controller is shutting down")
+
     async def _stop_listening(self) -> None:
         if self._runner is not None:
             for site in list(self._runner.sites):
                 with contextlib.suppress(Exception):
                     await site.stop()
-
-    async def _drain(self) -> None:
-        assert self._queue is not None and self._raft is not None
-        await self._queue.close()
-        await self._raft.drain()
 
     async def _finish_requests(self) -> None:
         if self._runner is not None:
@@ -204,24 +301,41 @@ class ControllerServer:
     # ---- commits and failures ---------------------------------------------------------------------------
 
     def _on_committed(self, high_watermark: int, appended: PreparedAppend) -> None:
-        assert self._queue is not None and self._snapshots is not None
+        assert self._snapshots is not None
         self._snapshots.on_committed(appended)
-        self._queue.on_committed(high_watermark)
+        if self._term is not None:
+            self._term.queue.on_committed(high_watermark)
         self.metrics.commit_batches.inc()
 
     def _on_log_failure(self, exc: BaseException) -> None:
-        if self._queue is not None:
-            self._queue.fail(KafkaError(Errors.NOT_CONTROLLER, "the metadata log failed"))
-        halt("a metadata log write failed", exc)
+        if isinstance(exc, NotLeaderError):
+            return  # the term ended; handle_renounce cleans up
+        if self._term is not None:
+            self._term.queue.fail(exc)
+        halt("the metadata log or the Raft client failed", exc)
 
     # ---- what the controller reports ----------------------------------------------------------------------
 
     def _stats(self) -> ControllerStats:
         return controller_stats(
-            active=not self._stopping, core=self._core, raft=self._raft, queue=self._queue
+            active=self.active,
+            core=self._core,
+            raft=self._raft,
+            queue=self._term.queue if self._term is not None else None,
         )
 
     def _health(self) -> dict[str, Any]:
         return health(
-            stopping=self._stopping, node_id=self.node_id, cluster_id=self.cluster_id, raft=self._raft
+            stopping=self._stopping,
+            active=self.active,
+            node_id=self.node_id,
+            cluster_id=self.cluster_id,
+            raft=self._raft,
         )
+
+
+def _close_log(loaded: LoadedMetadata) -> None:
+    try:
+        loaded.log.close()
+    except Exception:
+        log.exception("closing the metadata log failed")

@@ -21,7 +21,7 @@ from controller.log_sink import PreparedAppend
 from controller.snapshot_policy import SnapshotPolicy
 
 if TYPE_CHECKING:
-    from controller.raft_client import SingleVoterRaftClient
+    from controller.raft_client import RaftClient
 
 log = structlog.get_logger(__name__)
 
@@ -36,7 +36,7 @@ class SnapshotGenerator:
         self,
         committed: CommittedImage,
         policy: SnapshotPolicy,
-        raft: SingleVoterRaftClient,
+        raft: RaftClient,
         *,
         clock_ms: Callable[[], int],
         on_snapshot: Callable[[], None],
@@ -66,9 +66,21 @@ class SnapshotGenerator:
         # A snapshot being serialized finishes on its thread; waiting for it keeps its files whole.
         self._executor.shutdown(wait=True)
 
+    @property
+    def committed(self) -> CommittedImage:
+        return self._committed
+
+    def reset(self, committed: CommittedImage) -> None:
+        """The state was replaced by a snapshot from the leader."""
+        self._committed = committed
+
     def on_committed(self, appended: PreparedAppend) -> None:
         self._committed.add(appended.base_offset, appended.records, appended.epoch, appended.timestamp_ms)
-        self._policy.on_committed(appended.size)
+        self.after_commit(appended.size)
+
+    def after_commit(self, size: int) -> None:
+        """`size` bytes of batches were committed and folded into the committed image."""
+        self._policy.on_committed(size)
         self.maybe_snapshot()
 
     def maybe_snapshot(self) -> None:

@@ -40,7 +40,6 @@ class LoadedMetadata:
 
 
 def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
-    from controller.core import ControllerConfig, QuorumControllerCore
     from kraftpy.image import MetadataDelta, MetadataImage
     from kraftpy.log.errors import LogError
     from kraftpy.metalog.log import MetadataLog, MetadataLogConfig
@@ -51,26 +50,15 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
     except (EnsembleError, MetaPropertiesError, OSError) as e:
         raise StartupError(_storage_problem(cfg, e)) from None
     bootstrap_records, mv_level = _read_bootstrap(cfg.metadata_log_dir_path)
-    core = QuorumControllerCore(
-        ControllerConfig(
-            node_id=cfg.node_id,
-            cluster_id=dirs.cluster_id,
-            broker_session_timeout_ms=cfg.broker_session_timeout_ms,
-            default_num_partitions=cfg.num_partitions,
-            default_replication_factor=cfg.default_replication_factor,
-            unclean_leader_election_enable=cfg.unclean_leader_election_enable,
-            max_partitions_per_request=cfg.kraftpy_max_partitions_per_request,
-            max_partitions=cfg.kraftpy_max_partitions,
-            zk_migration_enabled=cfg.zookeeper_metadata_migration_enable,
-        )
-    )
+    core = new_core(cfg, dirs.cluster_id)
     delta = MetadataDelta(MetadataImage.EMPTY)
     try:
         mlog = MetadataLog.open(cfg.metadata_log_dir_path, MetadataLogConfig.from_server_config(cfg))
     except (LogError, OSError) as e:
         raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir_path}: {e}") from None
     try:
-        replayed = _replay_log(mlog, core, delta)
+        # Only the snapshot: what the log holds after it is applied as the quorum commits it.
+        replayed = replay_committed(mlog, core, delta, snapshot_end(mlog))
     except Exception as e:
         try:
             mlog.close()
@@ -136,10 +124,59 @@ def _read_bootstrap(metadata_dir: str) -> tuple[list[Any], int]:
     return list(boot.records), boot.metadata_version_level
 
 
-def _replay_log(mlog: MetadataLog, core: QuorumControllerCore, delta: MetadataDelta) -> int:
+def new_core(cfg: KafkaConfig, cluster_id: str) -> QuorumControllerCore:
+    from controller.core import ControllerConfig, QuorumControllerCore
+
+    return QuorumControllerCore(
+        ControllerConfig(
+            node_id=cfg.node_id,
+            cluster_id=cluster_id,
+            broker_session_timeout_ms=cfg.broker_session_timeout_ms,
+            default_num_partitions=cfg.num_partitions,
+            default_replication_factor=cfg.default_replication_factor,
+            unclean_leader_election_enable=cfg.unclean_leader_election_enable,
+            max_partitions_per_request=cfg.kraftpy_max_partitions_per_request,
+            max_partitions=cfg.kraftpy_max_partitions,
+            zk_migration_enabled=cfg.zookeeper_metadata_migration_enable,
+        )
+    )
+
+
+def snapshot_end(mlog: MetadataLog) -> int:
+    latest = mlog.latest_snapshot()
+    return latest.offset if latest is not None else 0
+
+
+def replay_committed(
+    mlog: MetadataLog, core: QuorumControllerCore, delta: MetadataDelta | None, end_offset: int
+) -> int:
+    """Replay the latest snapshot, then the log's records below `end_offset` (the committed ones)."""
     n = 0
     for offset, record, batch in mlog.entries():
+        if offset >= end_offset:
+            break
         core.replay(record, offset)
-        delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
+        if delta is not None:
+            delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
         n += 1
     return n
+
+
+def rebuild(cfg: KafkaConfig, cluster_id: str, mlog: MetadataLog, end_offset: int) -> QuorumControllerCore:
+    """On the log's thread: the controller state of the committed prefix, for a leader whose
+    uncommitted records may be cut (Kafka reverts to its last committed in-memory snapshot)."""
+    core = new_core(cfg, cluster_id)
+    replay_committed(mlog, core, None, end_offset)
+    return core
+
+
+def reload_snapshot(
+    cfg: KafkaConfig, cluster_id: str, mlog: MetadataLog
+) -> tuple[QuorumControllerCore, MetadataDelta]:
+    """On the log's thread: the state of a snapshot just installed from the leader."""
+    from kraftpy.image import MetadataDelta, MetadataImage
+
+    core = new_core(cfg, cluster_id)
+    delta = MetadataDelta(MetadataImage.EMPTY)
+    replay_committed(mlog, core, delta, snapshot_end(mlog))
+    return core, delta

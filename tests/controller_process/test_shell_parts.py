@@ -6,6 +6,7 @@ Deferred replies, snapshot policy and generator, metrics, the RPC handlers' edge
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -162,16 +163,23 @@ async def test_handlers_answer_not_controller_once_the_queue_is_closed() -> None
     queue.start()
     await queue.close()
     metrics = ControllerMetrics(CollectorRegistry(), ControllerStats)
+    term: Any = SimpleNamespace(core=object(), queue=queue)
     apis = ControllerApis(
-        object(),  # type: ignore[arg-type]
-        queue,
+        lambda: term,
         _RaftStub(),  # type: ignore[arg-type]
         metrics,
         heartbeat_deadline_s=1.0,
         clock_ms=lambda: 0,
+        cluster_id="c",
     )
     handlers = apis.handlers()
     assert {"BrokerRegistration", "BrokerHeartbeat", "Fetch", "FetchSnapshot", "Metadata"} <= set(handlers)
+    for api, req in (("CreateTopics", CreateTopicsRequest()), ("DescribeCluster", DescribeClusterRequest())):
+        with pytest.raises(KafkaError) as ei:
+            await handlers[api](req, 0)
+        assert ei.value.code is Errors.NOT_CONTROLLER
+    # A controller that is not the active one answers the same, so brokers look for the leader.
+    term = None
     for api, req in (("CreateTopics", CreateTopicsRequest()), ("DescribeCluster", DescribeClusterRequest())):
         with pytest.raises(KafkaError) as ei:
             await handlers[api](req, 0)
@@ -182,13 +190,22 @@ def test_health_and_stats_of_a_controller_not_started() -> None:
     from controller.health import controller_stats, health
     from controller.metrics import ControllerStats
 
-    assert health(stopping=True, node_id=3, cluster_id="c", raft=None) == {
+    assert health(stopping=True, active=False, node_id=3, cluster_id="c", raft=None) == {
         "status": "stopping",
         "role": "controller",
         "node_id": 3,
         "cluster_id": "c",
+        "active": False,
         "leader_epoch": 0,
         "high_watermark": 0,
         "log_end_offset": 0,
+        "raft": {
+            "role": "unattached",
+            "leader_id": -1,
+            "leader_epoch": 0,
+            "high_watermark": 0,
+            "log_end_offset": 0,
+            "voters": [],
+        },
     }
     assert controller_stats(active=True, core=None, raft=None, queue=None) == ControllerStats()

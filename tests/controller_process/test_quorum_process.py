@@ -1,0 +1,367 @@
+"""Three real controller processes as one KRaft quorum on 127.0.0.1.
+
+One leader is elected and only it is active; a CreateTopics it acknowledged survives kill -9 of it;
+a new leader is elected within the issue's 3 s; the voters' logs are byte-identical up to the high
+watermark; SIGTERM hands leadership over at once (EndQuorumEpoch); bad quorum RPCs get Kafka's error
+codes and change nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftpy.metalog.checkpoints import read_quorum_state
+from protocol.errors import Errors
+from protocol.record_batch import read_batch_header
+from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
+from protocol.rpc.broker_registration import BrokerRegistrationRequest
+from protocol.rpc.create_topics import CreateTopicsRequest
+from protocol.rpc.describe_cluster import DescribeClusterRequest
+from protocol.rpc.fetch import FetchRequest
+from protocol.rpc.metadata import MetadataRequest
+from protocol.transport import RpcClient
+from protocol.uuid import Uuid
+from tests.support.processes import (
+    ManagedProcess,
+    ProcessSet,
+    format_storage,
+    free_port,
+    random_cluster_id,
+    write_controller_config,
+)
+
+VOTERS = (1, 2, 3)
+FAST = {
+    "metadata.max.idle.interval.ms": 500,
+}
+
+
+@dataclass
+class Voter:
+    node_id: int
+    port: int
+    workdir: Path
+    proc: ManagedProcess | None = None
+    starts: int = 0
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log_dir(self) -> Path:
+        return self.workdir / "meta" / "__cluster_metadata-0"
+
+    def health(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"{self.url}/healthz", timeout=2) as resp:
+                return json.loads(resp.read())
+        except Exception:
+            return None
+
+
+class Quorum:
+    def __init__(self, root: Path, procs: ProcessSet) -> None:
+        self.procs = procs
+        self.cluster_id = random_cluster_id()
+        self.voters = {i: Voter(i, free_port(), root / f"controller-{i}") for i in VOTERS}
+        ports = {i: v.port for i, v in self.voters.items()}
+        for v in self.voters.values():
+            v.workdir.mkdir(parents=True)
+            config = write_controller_config(
+                v.workdir / "controller.properties",
+                node_id=v.node_id,
+                port=v.port,
+                metadata_dir=v.workdir / "meta",
+                voters=ports,
+                extra=FAST,
+            )
+            format_storage(config, self.cluster_id)
+
+    def start(self, node_id: int) -> None:
+        v = self.voters[node_id]
+        v.starts += 1
+        v.proc = self.procs.start_controller(
+            v.workdir / "controller.properties", name=f"controller-{node_id}-run{v.starts}"
+        )
+
+    def alive(self) -> list[Voter]:
+        return [v for v in self.voters.values() if v.proc is not None and v.proc.alive]
+
+    def wait_leader(self, timeout: float = 30.0, exclude: int | None = None) -> Voter:
+        """The one voter that says it is active (and every live voter agrees who leads)."""
+        deadline = time.monotonic() + timeout
+        last: Any = None
+        while time.monotonic() < deadline:
+            healths = {v.node_id: v.health() for v in self.alive()}
+            active = [i for i, h in healths.items() if h and h.get("active")]
+            if len(active) == 1 and active[0] != exclude:
+                leader = active[0]
+                if all(h and h["raft"]["leader_id"] == leader for h in healths.values()):
+                    return self.voters[leader]
+            last = healths
+            time.sleep(0.05)
+        raise AssertionError(f"no single active controller within {timeout}s: {last}")
+
+    def client(self, v: Voter) -> RpcClient:
+        return RpcClient(v.url, timeout=10)
+
+
+@pytest.fixture
+def quorum(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Quorum]:
+    procs = ProcessSet(tmp_path)
+    request.addfinalizer(procs.stop_all)
+    q = Quorum(tmp_path, procs)
+    for i in VOTERS:
+        q.start(i)
+    yield q
+
+
+@pytest.fixture
+async def clients() -> AsyncIterator[list[RpcClient]]:
+    opened: list[RpcClient] = []
+    yield opened
+    for c in opened:
+        await c.close()
+
+
+def committed_prefix(v: Voter, high_watermark: int) -> bytes:
+    """The bytes of every batch below `high_watermark` in the voter's log (one segment here)."""
+    (segment,) = sorted(v.log_dir.glob("*.log"))
+    data = segment.read_bytes()
+    pos = 0
+    while pos < len(data):
+        h = read_batch_header(data, pos)
+        if h.next_offset > high_watermark:
+            break
+        pos += h.size
+    return data[:pos]
+
+
+async def create_topic(client: RpcClient, name: str) -> int:
+    req = CreateTopicsRequest(
+        Topics=[CreateTopicsRequest.CreatableTopic(Name=name, NumPartitions=1, ReplicationFactor=-1)]
+    )
+    resp = await client.call("CreateTopics", req)
+    return resp.Topics[0].ErrorCode
+
+
+async def register_broker(client: RpcClient, cluster_id: str, broker_id: int) -> int:
+    req = BrokerRegistrationRequest(
+        BrokerId=broker_id,
+        ClusterId=cluster_id,
+        IncarnationId=Uuid.random(),
+        Listeners=[BrokerRegistrationRequest.Listener(Name="PLAINTEXT", Host="127.0.0.1", Port=9092)],
+        Features=[
+            BrokerRegistrationRequest.Feature(
+                Name="metadata.version", MinSupportedVersion=1, MaxSupportedVersion=22
+            )
+        ],
+        LogDirs=[Uuid.random()],
+    )
+    resp = await client.call("BrokerRegistration", req)
+    assert resp.ErrorCode == 0, resp
+    return resp.BrokerEpoch
+
+
+async def topic_names(client: RpcClient) -> set[str]:
+    resp = await client.call("Metadata", MetadataRequest(Topics=None))
+    return {t.Name for t in resp.Topics}
+
+
+async def test_three_voters_elect_one_active_controller_that_survives_kill_9(
+    quorum: Quorum, clients: list[RpcClient]
+) -> None:
+    leader = quorum.wait_leader()
+    followers = [v for v in quorum.voters.values() if v is not leader]
+    lc = quorum.client(leader)
+    clients.append(lc)
+    # Only the active controller serves brokers: the others send them looking for it.
+    for f in followers:
+        fc = quorum.client(f)
+        clients.append(fc)
+        resp = await fc.call("DescribeCluster", DescribeClusterRequest())
+        assert resp.ErrorCode == Errors.NOT_CONTROLLER
+    assert (await lc.call("DescribeCluster", DescribeClusterRequest())).ErrorCode == 0
+
+    # A CreateTopics the leader acknowledged must survive its death.
+    broker_epoch = await register_broker(lc, quorum.cluster_id, 100)
+    for _ in range(50):
+        hb = await lc.call(
+            "BrokerHeartbeat",
+            BrokerHeartbeatRequest(BrokerId=100, BrokerEpoch=broker_epoch, CurrentMetadataOffset=1 << 40),
+        )
+        if not hb.IsFenced:
+            break
+        await asyncio.sleep(0.05)
+    assert not hb.IsFenced
+    assert await create_topic(lc, "acknowledged") == 0
+
+    before = leader.health()
+    assert before is not None
+    assert leader.proc is not None
+    t0 = time.monotonic()
+    leader.proc.kill9()
+    new = quorum.wait_leader(timeout=10, exclude=leader.node_id)
+    elapsed = time.monotonic() - t0
+    assert new is not leader
+    assert elapsed < 3.0, f"a new leader took {elapsed:.2f}s"
+    after = new.health()
+    assert after is not None and after["leader_epoch"] > before["leader_epoch"]
+    nc = quorum.client(new)
+    clients.append(nc)
+    assert "acknowledged" in await topic_names(nc)
+
+    # Everything the old leader had committed is in the new leader's log, byte for byte.
+    hw = before["high_watermark"]
+    assert committed_prefix(new, hw) == committed_prefix(leader, hw)
+    # The survivors agree up to the new high watermark.
+    await asyncio.sleep(1.0)
+    h = [v.health() for v in quorum.alive()]
+    common = min(x["high_watermark"] for x in h if x)
+    prefixes = {committed_prefix(v, common) for v in quorum.alive()}
+    assert len(prefixes) == 1
+
+    # The killed voter comes back as a follower and catches up.
+    quorum.start(leader.node_id)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        back = leader.health()
+        if back and back["raft"]["leader_id"] == new.node_id and back["high_watermark"] >= common:
+            break
+        await asyncio.sleep(0.1)
+    else:
+        raise AssertionError(f"the restarted voter did not follow {new.node_id}: {leader.health()}")
+    assert committed_prefix(leader, common) == committed_prefix(new, common)
+
+
+async def test_sigterm_of_the_leader_hands_over_at_once(quorum: Quorum) -> None:
+    leader = quorum.wait_leader()
+    assert leader.proc is not None
+    t0 = time.monotonic()
+    leader.proc.terminate()
+    new = quorum.wait_leader(timeout=10, exclude=leader.node_id)
+    # EndQuorumEpoch names the successors, so nobody waits out an election timeout (1-2 s).
+    assert time.monotonic() - t0 < 3.0
+    assert new is not leader
+
+
+async def test_bad_quorum_requests_get_kafka_errors_and_change_nothing(
+    quorum: Quorum, clients: list[RpcClient]
+) -> None:
+    leader = quorum.wait_leader()
+    follower = next(v for v in quorum.voters.values() if v is not leader)
+    c = quorum.client(follower)
+    clients.append(c)
+    state_before = read_quorum_state(follower.log_dir / "quorum-state")
+    health = follower.health()
+    assert health is not None
+    epoch = health["leader_epoch"]
+
+    from protocol.rpc.begin_quorum_epoch import BeginQuorumEpochRequest
+    from protocol.rpc.vote import VoteRequest
+
+    cases: list[tuple[str, Any, Errors]] = [
+        (
+            "Vote",
+            VoteRequest(
+                ClusterId="wrong-cluster-id-00000",
+                CandidateEpoch=epoch + 5,
+                CandidateId=leader.node_id,
+                LastOffsetEpoch=epoch,
+                LastOffset=10**9,
+            ),
+            Errors.INCONSISTENT_CLUSTER_ID,
+        ),
+        (
+            "Vote",
+            VoteRequest(
+                ClusterId=quorum.cluster_id,
+                CandidateEpoch=epoch + 5,
+                CandidateId=99,
+                LastOffsetEpoch=epoch,
+                LastOffset=10**9,
+            ),
+            Errors.INCONSISTENT_VOTER_SET,
+        ),
+        (
+            "Vote",
+            VoteRequest(
+                ClusterId=quorum.cluster_id,
+                CandidateEpoch=epoch + 5,
+                CandidateId=leader.node_id,
+                LastOffsetEpoch=epoch,
+                LastOffset=-1,
+            ),
+            Errors.INVALID_REQUEST,
+        ),
+        (
+            "BeginQuorumEpoch",
+            BeginQuorumEpochRequest(
+                ClusterId=quorum.cluster_id, LeaderId=leader.node_id, LeaderEpoch=epoch - 1
+            ),
+            Errors.FENCED_LEADER_EPOCH,
+        ),
+        (
+            "Fetch",
+            FetchRequest(
+                ClusterId=quorum.cluster_id,
+                ReplicaId=leader.node_id,
+                CurrentLeaderEpoch=epoch,
+                FetchOffset=-5,
+                LastFetchedEpoch=0,
+            ),
+            Errors.NOT_LEADER_OR_FOLLOWER,
+        ),
+    ]
+    for api, req, expected in cases:
+        resp = await c.call(api, req)
+        assert _error_of(resp) == expected, (api, req, resp)
+    # To the leader: a negative offset and a future epoch.
+    lc = quorum.client(leader)
+    clients.append(lc)
+    bad = await lc.call(
+        "Fetch",
+        FetchRequest(
+            ClusterId=quorum.cluster_id,
+            ReplicaId=follower.node_id,
+            CurrentLeaderEpoch=epoch,
+            FetchOffset=-5,
+            LastFetchedEpoch=0,
+        ),
+    )
+    assert bad.ErrorCode == Errors.INVALID_REQUEST
+    future = await lc.call(
+        "Fetch",
+        FetchRequest(
+            ClusterId=quorum.cluster_id,
+            ReplicaId=follower.node_id,
+            CurrentLeaderEpoch=epoch + 7,
+            FetchOffset=0,
+            LastFetchedEpoch=0,
+        ),
+    )
+    assert future.ErrorCode == Errors.UNKNOWN_LEADER_EPOCH
+    assert future.CurrentLeader is not None and future.CurrentLeader.LeaderId == leader.node_id
+    assert read_quorum_state(follower.log_dir / "quorum-state") == state_before
+    assert quorum.wait_leader() is leader
+
+
+def _error_of(resp: Any) -> int:
+    code = getattr(resp, "ErrorCode", 0)
+    if code:
+        return code
+    for topic in getattr(resp, "Topics", None) or []:
+        for p in getattr(topic, "Partitions", None) or []:
+            if p.ErrorCode:
+                return p.ErrorCode
+    return 0
