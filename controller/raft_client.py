@@ -127,6 +127,7 @@ class RaftClient:
         listener: RaftListener,
         transport: PeerTransport,
         on_failure: Callable[[BaseException], None],
+        append_linger_ms: int = 0,
         clock_ms: Callable[[], int] = lambda: time.monotonic_ns() // 1_000_000,
         wall_clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
     ) -> None:
@@ -148,6 +149,8 @@ class RaftClient:
         # Fetches with nothing to send wait here; an append or a high watermark move wakes them all.
         self._parked: list[asyncio.Future[None]] = []
         self._tick_pending = False
+        self._linger_s = append_linger_ms / 1000
+        self._lingering: list[_Input] = []
         self._appends: list[_Input] = []  # appends of this term not yet committed, in offset order
         self._claimed_epoch = -1
         self._shutting_down = False
@@ -221,6 +224,10 @@ class RaftClient:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
         self._fail_appends(NotLeaderError("the controller is shutting down"))
+        for item in self._lingering:
+            if item.future is not None:
+                _fail(item.future, NotLeaderError("the controller is shutting down"))
+        self._lingering = []
         await self._transport.close()
 
     def _driver_stopped(self, task: asyncio.Task[None]) -> None:
@@ -270,10 +277,23 @@ class RaftClient:
                 )
             return core.append(list(batches), now, counts=counts)
 
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
         item = _Input(call, fut, append_last=last_offset)
-        self._inputs.put_nowait(item)
+        if self._linger_s <= 0:
+            self._inputs.put_nowait(item)
+            return fut
+        # controller.quorum.append.linger.ms: appends gather for this long after the first, then go
+        # to the core together (one step, one fsync), as Kafka's BatchAccumulator drains them.
+        self._lingering.append(item)
+        if len(self._lingering) == 1:
+            loop.call_later(self._linger_s, self._drain_lingering)
         return fut
+
+    def _drain_lingering(self) -> None:
+        lingering, self._lingering = self._lingering, []
+        for item in lingering:
+            self._inputs.put_nowait(item)
 
     def create_snapshot(self, end_offset: int) -> None:
         """A snapshot file for `end_offset` was written: the core's log now starts there."""

@@ -133,6 +133,7 @@ class ControllerServer:
             listener=self,
             transport=HttpRaftTransport(voters, self.node_id, self.cluster_id),
             on_failure=self._on_log_failure,
+            append_linger_ms=cfg.controller_quorum_append_linger_ms,
         )
         snapshots = self._snapshots = SnapshotGenerator(
             CommittedImage(loaded.delta, loaded.latest_snapshot.offset if loaded.latest_snapshot else 0),
