@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from controller import raft_wire as wire
+from controller.describe_quorum import describe_quorum
 from controller.raft_fetch import OffsetAndEpoch
 from kraftpy.raft import messages as raft
 from kraftpy.raft.state import Role
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.current_leader import LeaderIdAndEpoch
+from protocol.rpc.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.rpc.fetch import FetchRequest, FetchResponse
 from protocol.rpc.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
 
@@ -100,9 +102,7 @@ class RaftApis:
             resp.UnalignedRecords = data
         return resp
 
-    async def _describe_quorum(self, req: Any, version: int) -> Any:
-        from controller.describe_quorum import describe_quorum
-
+    async def _describe_quorum(self, req: DescribeQuorumRequest, version: int) -> DescribeQuorumResponse:
         return describe_quorum(
             req, self._raft, now_ms=time.time_ns() // 1_000_000, leading=self._raft.role is Role.LEADER
         )

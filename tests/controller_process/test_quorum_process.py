@@ -26,6 +26,7 @@ from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.rpc.broker_registration import BrokerRegistrationRequest
 from protocol.rpc.create_topics import CreateTopicsRequest
 from protocol.rpc.describe_cluster import DescribeClusterRequest
+from protocol.rpc.describe_quorum import DescribeQuorumRequest
 from protocol.rpc.fetch import FetchRequest
 from protocol.rpc.metadata import MetadataRequest
 from protocol.transport import RpcClient
@@ -192,6 +193,14 @@ async def test_three_voters_elect_one_active_controller_that_survives_kill_9(
         resp = await fc.call("DescribeCluster", DescribeClusterRequest())
         assert resp.ErrorCode == Errors.NOT_CONTROLLER
     assert (await lc.call("DescribeCluster", DescribeClusterRequest())).ErrorCode == 0
+    # DescribeQuorum: the leader knows every voter's progress; the others point at the leader.
+    await asyncio.sleep(1.0)
+    quorum_view = await lc.call("DescribeQuorum", DescribeQuorumRequest())
+    assert quorum_view.ErrorCode == 0 and quorum_view.LeaderId == leader.node_id
+    assert sorted(r.ReplicaId for r in quorum_view.CurrentVoters) == list(VOTERS)
+    assert all(r.LogEndOffset > 0 and r.LastFetchTimestamp > 0 for r in quorum_view.CurrentVoters)
+    elsewhere = await quorum.client(followers[0]).call("DescribeQuorum", DescribeQuorumRequest())
+    assert elsewhere.ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER and elsewhere.LeaderId == leader.node_id
 
     # A CreateTopics the leader acknowledged must survive its death.
     broker_epoch = await register_broker(lc, quorum.cluster_id, 100)
@@ -219,7 +228,8 @@ async def test_three_voters_elect_one_active_controller_that_survives_kill_9(
     assert after is not None and after["leader_epoch"] > before["leader_epoch"]
     nc = quorum.client(new)
     clients.append(nc)
-    assert "acknowledged" in await topic_names(nc)
+    md = await nc.call("Metadata", MetadataRequest(Topics=None))
+    assert "acknowledged" in {t.Name for t in md.Topics}, (md, new.health())
 
     # Everything the old leader had committed is in the new leader's log, byte for byte.
     hw = before["high_watermark"]
