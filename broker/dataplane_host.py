@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker.controller_channel import ControllerChannel, controller_urls
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
 from broker.log_manager import LogManager
 from broker.startup import BrokerDirs
@@ -15,7 +16,6 @@ from broker.storage.log_dir import LogDir
 from kraftpy.config import KafkaConfig
 from kraftpy.image import TopicIdPartition
 from protocol.errors import Errors, KafkaError
-from protocol.transport import RpcClient
 from protocol.uuid import Uuid
 
 CONTROLLER_TIMEOUT_S = 10.0
@@ -29,6 +29,7 @@ class BrokerDataPlaneHost:
         log_dirs: dict[Uuid, LogDir],
         log_manager: LogManager,
         broker_epoch: Callable[[], int],
+        controller: ControllerChannel | None = None,
     ) -> None:
         self.config = cfg
         self.node_id = cfg.node_id
@@ -37,7 +38,8 @@ class BrokerDataPlaneHost:
         self._log_dirs = log_dirs
         self._log_manager = log_manager
         self._broker_epoch = broker_epoch
-        self.controller = RpcClient(cfg.controller_endpoint().url, timeout=CONTROLLER_TIMEOUT_S)
+        # The active controller, wherever it is (the broker's shared view of the quorum's leader).
+        self.controller = controller or ControllerChannel(controller_urls(cfg), timeout=CONTROLLER_TIMEOUT_S)
 
     @property
     def broker_epoch(self) -> int:

@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from broker.controller_channel import ControllerChannel
 from broker.core.assignments import AssignmentsManager, ReplicaView
 from broker.core.broker_state import BrokerState
 from broker.core.lifecycle import BrokerLifecycle, RegistrationInfo, SendHeartbeat, SendRegistration, Shutdown
@@ -24,7 +25,7 @@ from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
 from kraftpy.storage.metadata_version import LATEST_LEVEL
 from protocol.rpc.broker_registration import BrokerRegistrationRequest
-from protocol.transport import RpcClient, RpcConnectionError, RpcError, codec
+from protocol.transport import RpcConnectionError, RpcError, codec
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.lifecycle")
@@ -69,7 +70,7 @@ class BrokerLifecycleManager:
         self,
         lifecycle: BrokerLifecycle,
         assignments: AssignmentsManager,
-        client: RpcClient,
+        client: ControllerChannel,
         tasks: BrokerTasks,
         *,
         now_ms: Callable[[], int],

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from broker.controller_channel import ControllerChannel
 from broker.core.metadata_fetch import (
     Append,
     LoadSnapshot,
@@ -39,7 +40,7 @@ from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
 from protocol.record_batch import iter_batches, metadata_records
-from protocol.transport import RpcClient, RpcConnectionError, RpcError
+from protocol.transport import RpcConnectionError, RpcError
 
 log = structlog.get_logger("broker.metadata")
 
@@ -151,7 +152,7 @@ class MetadataLoader:
     def __init__(
         self,
         local: LocalMetadataLog,
-        client: RpcClient,
+        client: ControllerChannel,
         cluster_id: str,
         broker_id: int,
         on_image: Callable[[MetadataImage, MetadataDelta | None], None],

@@ -25,11 +25,13 @@ from typing import Any
 import structlog
 from aiohttp import web
 
+from broker.controller_channel import ControllerChannel, controller_urls
 from broker.core.assignments import AssignmentsManager, ImageReplicaView
+from broker.core.controller_leader import ControllerLeader
 from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
 from broker.core.log_placement import LogPlacement
 from broker.dataplane import DataPlane
-from broker.dataplane_host import BrokerDataPlaneHost
+from broker.dataplane_host import CONTROLLER_TIMEOUT_S, BrokerDataPlaneHost
 from broker.lifecycle_manager import BrokerLifecycleManager, registration_info
 from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
 from broker.log_dirs import open_log_dirs, start_probes, take_inventory
@@ -45,7 +47,7 @@ from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
-from protocol.transport import NO_RETRIES, REGISTRY, RpcClient, create_app, start_server
+from protocol.transport import REGISTRY, create_app, start_server
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.server")
@@ -99,6 +101,8 @@ class BrokerServer:
         self.broker_id = cfg.node_id
         self.rng = rng or random.Random()
         self.incarnation_id = Uuid.random()
+        # Who the active controller is, as the fetcher, the lifecycle and the data plane learn it.
+        self.controller_leader = ControllerLeader([v.id for v in cfg.quorum_voters])
         self.with_dataplane = dataplane
         self.exit_code: int | None = None
         self.exit_reason = ""
@@ -121,8 +125,8 @@ class BrokerServer:
         self.app: web.Application | None = None
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
-        self._client: RpcClient | None = None
-        self._fetch_client: RpcClient | None = None
+        self._client: ControllerChannel | None = None
+        self._fetch_client: ControllerChannel | None = None
         self._local: LocalMetadataLog | None = None
         self._shutting_down = False
 
@@ -165,9 +169,9 @@ class BrokerServer:
         )
         self.dataplane = await self._start_dataplane()
 
-        controller = cfg.controller_endpoint().url
-        self._client = RpcClient(controller, timeout=RPC_TIMEOUT_S, retry=NO_RETRIES)
-        self._fetch_client = RpcClient(controller, timeout=RPC_TIMEOUT_S, retry=NO_RETRIES)
+        voters = controller_urls(cfg)
+        self._client = ControllerChannel(voters, timeout=RPC_TIMEOUT_S, leader=self.controller_leader)
+        self._fetch_client = ControllerChannel(voters, timeout=RPC_TIMEOUT_S, leader=self.controller_leader)
         self.driver = BrokerLifecycleManager(
             self.lifecycle,
             self.assignments,
@@ -265,6 +269,9 @@ class BrokerServer:
             self.log_dirs,
             self.log_manager,
             broker_epoch=lambda: lc.broker_epoch if lc.registered else -1,
+            controller=ControllerChannel(
+                controller_urls(self.cfg), timeout=CONTROLLER_TIMEOUT_S, leader=self.controller_leader
+            ),
         )
         dataplane = DataPlane(host)
         try:
@@ -415,4 +422,8 @@ class BrokerServer:
     def _health(self) -> dict[str, Any]:
         if self.readiness is None:
             return {"status": "starting", "broker_id": self.broker_id}
-        return self.readiness.health()
+        leader = self.controller_leader
+        return {
+            **self.readiness.health(),
+            "controller": {"leader_id": leader.leader_id, "leader_epoch": leader.leader_epoch},
+        }

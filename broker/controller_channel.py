@@ -1,0 +1,77 @@
+"""The broker's one way to the active controller: every broker-to-controller RPC goes through here.
+
+It has a client per voter and sends to the one `ControllerLeader` names. Answers teach it: a
+CurrentLeader hint moves it to the leader at once; NOT_CONTROLLER or a connection error moves it to
+the next voter, and the call is tried there straight away (once per voter), so a heartbeat that was
+not answered reaches the new leader without waiting for the caller's own retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import structlog
+
+from broker.core.controller_leader import ControllerLeader
+from kraftpy.config import KafkaConfig
+from protocol.errors import Errors
+from protocol.transport import RpcClient, RpcConnectionError
+from protocol.transport.client import NO_RETRIES
+
+log = structlog.get_logger("broker.controller")
+
+# After a round of voters that all refused, wait this long before the next round within one call.
+ROUND_BACKOFF_S = 0.05
+
+
+def controller_urls(cfg: KafkaConfig) -> dict[int, str]:
+    """Every voter of controller.quorum.voters: node id -> base URL."""
+    return {v.id: v.url for v in cfg.quorum_voters}
+
+
+class ControllerChannel:
+    def __init__(
+        self, voters: Mapping[int, str], *, timeout: float, leader: ControllerLeader | None = None
+    ) -> None:
+        """`voters`: node id -> base URL of its controller listener. Channels that share `leader`
+        (the metadata fetcher's, the lifecycle's, the data plane's) share what any of them learns."""
+        self.leader = leader if leader is not None else ControllerLeader(list(voters))
+        self._clients = {v: RpcClient(url, timeout=timeout, retry=NO_RETRIES) for v, url in voters.items()}
+
+    def learn(self, response: Any) -> None:
+        hint = getattr(response, "CurrentLeader", None)
+        if hint is not None and hint.LeaderEpoch >= 0 and self.leader.learn(hint.LeaderId, hint.LeaderEpoch):
+            log.info("controller leader changed", leader_id=hint.LeaderId, leader_epoch=hint.LeaderEpoch)
+
+    async def call(self, api: str, request: Any, version: int | None = None, **kw: Any) -> Any:
+        """Like RpcClient.call, to the active controller; tries each voter at most once."""
+        last: BaseException | None = None
+        response: Any = None
+        for attempt in range(len(self._clients)):
+            target = self.leader.target()
+            try:
+                response = await self._clients[target].call(api, request, version, **kw)
+            except RpcConnectionError as e:
+                last = e
+                self.leader.failed(target)
+                continue
+            self.learn(response)
+            if getattr(response, "ErrorCode", 0) == Errors.NOT_CONTROLLER:
+                self.leader.failed(target)
+                if attempt + 1 < len(self._clients):
+                    await asyncio.sleep(ROUND_BACKOFF_S)
+                continue
+            return response
+        if response is not None:
+            return response
+        assert last is not None
+        raise last
+
+    def describe(self) -> dict[str, int]:
+        return {"leader_id": self.leader.leader_id, "leader_epoch": self.leader.leader_epoch}
+
+    async def close(self) -> None:
+        for client in self._clients.values():
+            await client.close()
