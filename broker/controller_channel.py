@@ -42,7 +42,10 @@ class ControllerChannel:
 
     def learn(self, response: Any) -> None:
         hint = getattr(response, "CurrentLeader", None)
-        if hint is not None and hint.LeaderEpoch >= 0 and self.leader.learn(hint.LeaderId, hint.LeaderEpoch):
+        if hint is None or hint.LeaderEpoch < 0:
+            return
+        epoch = self.leader.leader_epoch
+        if self.leader.learn(hint.LeaderId, hint.LeaderEpoch) and hint.LeaderEpoch > epoch:
             log.info("controller leader changed", leader_id=hint.LeaderId, leader_epoch=hint.LeaderEpoch)
 
     async def call(self, api: str, request: Any, version: int | None = None, **kw: Any) -> Any:

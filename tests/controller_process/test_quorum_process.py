@@ -37,6 +37,7 @@ from tests.support.processes import (
     format_storage,
     free_port,
     random_cluster_id,
+    write_broker_config,
     write_controller_config,
 )
 
@@ -375,3 +376,118 @@ def _error_of(resp: Any) -> int:
             if p.ErrorCode:
                 return p.ErrorCode
     return 0
+
+
+# ---- brokers on a quorum --------------------------------------------------------------------------
+
+
+class Broker:
+    def __init__(self, quorum: Quorum, node_id: int, root: Path) -> None:
+        self.node_id = node_id
+        self.port = free_port()
+        self.workdir = root / f"broker-{node_id}"
+        self.dirs = [self.workdir / "d0", self.workdir / "d1"]
+        ports = {i: v.port for i, v in quorum.voters.items()}
+        self.config = write_broker_config(
+            self.workdir / "broker.properties",
+            node_id=node_id,
+            port=self.port,
+            log_dirs=self.dirs,
+            voters=ports,
+            metadata_dir=self.workdir / "meta",
+            extra={"broker.heartbeat.interval.ms": 500, "log.dir.probe.interval.ms": 200},
+        )
+        format_storage(self.config, quorum.cluster_id)
+        self.proc = quorum.procs.start_broker(self.config, name=f"broker-{node_id}")
+
+    def health(self) -> dict[str, Any] | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
+                return json.loads(resp.read())
+        except Exception:
+            return None
+
+
+def wait_for(what: str, check: Any, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def test_brokers_follow_the_active_controller_through_kill_9_and_report_a_dir_failure_to_it(
+    quorum: Quorum, tmp_path: Path, clients: list[RpcClient]
+) -> None:
+    leader = quorum.wait_leader()
+    brokers = [Broker(quorum, 10 + i, tmp_path) for i in range(2)]
+    for b in brokers:
+        wait_for(
+            f"broker {b.node_id} unfenced",
+            lambda b=b: (h := b.health()) and h.get("broker_state") == "RUNNING",
+            60,
+        )
+    lc = quorum.client(leader)
+    clients.append(lc)
+    req = CreateTopicsRequest(
+        Topics=[CreateTopicsRequest.CreatableTopic(Name="orders", NumPartitions=4, ReplicationFactor=2)]
+    )
+    assert (await lc.call("CreateTopics", req)).Topics[0].ErrorCode == 0
+
+    victim = brokers[0]
+    health = wait_for(
+        "the victim's replicas placed",
+        lambda: (
+            (h := victim.health())
+            and h["replicas"]["replicas"] == 4
+            and h["replicas"]["unplaced_replicas"] == 0
+            and h
+        ),
+    )
+    # The leader dies and, while the quorum elects another, a broker loses a dir.
+    assert leader.proc is not None
+    leader.proc.kill9()
+    busy = max(health["replicas"]["replicas_by_dir"].items(), key=lambda kv: kv[1])[0]
+    dead = Path(next(path for path, d in health["dirs"]["online"].items() if d == busy))
+    dead.rename(dead.with_name(dead.name + ".gone"))
+    dead.write_text("not a dir any more")  # every path under it fails with ENOTDIR
+    new = quorum.wait_leader(timeout=15, exclude=leader.node_id)
+    t0 = time.monotonic()
+    for b in brokers:
+        wait_for(
+            f"broker {b.node_id} on controller {new.node_id}",
+            lambda b=b: (
+                (h := b.health())
+                and h["controller"]["leader_id"] == new.node_id
+                and h["broker_state"] == "RUNNING"
+            ),
+            30,
+        )
+    assert time.monotonic() - t0 < 10
+    # The heartbeat carrying OfflineLogDirs reached the new leader: it moved the dir's partitions.
+    wait_for(
+        "the offline dir acknowledged",
+        lambda: (
+            (h := victim.health())
+            and h["offline_log_dirs_acknowledged"]
+            and all(h["offline_log_dirs_acknowledged"].values())
+        ),
+        30,
+    )
+    nc = quorum.client(new)
+    clients.append(nc)
+    # Replicas placed (AssignReplicasToDirs may have been refused during the election and resent to the
+    # new leader), every partition led, none from the dead dir.
+    deadline = time.monotonic() + 30
+    while True:
+        md = await nc.call("Metadata", MetadataRequest(Topics=None))
+        orders = next((t for t in md.Topics if t.Name == "orders"), None)
+        offline = [p for p in orders.Partitions if victim.node_id in p.OfflineReplicas] if orders else []
+        if orders and offline and all(p.LeaderId >= 0 for p in orders.Partitions):
+            break
+        assert time.monotonic() < deadline, (repr(md), json.dumps(victim.health()))
+        await asyncio.sleep(0.1)
+    assert all(p.LeaderId != victim.node_id for p in offline)
