@@ -47,5 +47,5 @@ def test_a_failure_of_another_voter_keeps_the_leader() -> None:
 
 
 def test_no_voters_is_refused() -> None:
-    with pytest.raises(ValueError, match="controller.quorum.voters"):
+    with pytest.raises(ValueError, match=r"controller\.quorum\.voters"):
         ControllerLeader([])

@@ -168,3 +168,85 @@ def test_fifty_random_faults_lose_nothing_committed(tmp_path: Path) -> None:
         netns.kill_processes_in([n for n in netns.list_namespaces() if n.startswith(prefix)])
         netns.destroy(prefix)
         netns.remove_blackhole_route(prefix)
+
+
+def _quorum_state(run: FaultRun, i: int) -> tuple[int, int]:
+    from kraftpy.metalog.checkpoints import read_quorum_state
+
+    state = read_quorum_state(run.log_dir(i) / "quorum-state")
+    return (state.leader_id, state.leader_epoch) if state is not None else (-1, 0)
+
+
+def _wait(what: str, check: object, timeout: float) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = check()  # type: ignore[operator]
+        if got:
+            return got
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def test_a_leader_cut_off_from_the_others_resigns_and_a_new_one_is_elected(tmp_path: Path) -> None:
+    """Multi-host mode: the active controller's cable is cut. Within two fetch timeouts (4 s) the others
+    elect a new leader; the old one resigns (check-quorum), and what it appended alone is never
+    committed: once the cable is back, the voters' logs agree byte for byte up to the high watermark."""
+    require_netns()
+    prefix = f"kp{uuid.uuid4().hex[:6]}"
+    procs = ProcessSet(tmp_path)
+    netns.create(prefix, len(VOTERS) + 1)
+    netns.add_blackhole_route()
+    try:
+        run = FaultRun(tmp_path, procs, prefix, seed=1)
+        for i in VOTERS:
+            run.start(i)
+        old, epoch = _wait(
+            "a leader",
+            lambda: next(
+                (
+                    s
+                    for s in (_quorum_state(run, i) for i in VOTERS)
+                    if s[0] >= 0 and _quorum_state(run, s[0]) == s
+                ),
+                None,
+            ),
+            30,
+        )  # type: ignore[misc]
+        time.sleep(1.0)  # the followers fetch and commit in the leader's epoch
+        t0 = time.monotonic()
+        netns.set_link(prefix, old, up=False)
+        others = [i for i in VOTERS if i != old]
+        new = _wait(
+            "a new leader among the others",
+            lambda: next(
+                (i for i in others if _quorum_state(run, i)[0] == i and _quorum_state(run, i)[1] > epoch),
+                None,
+            ),
+            10,
+        )
+        elected_s = time.monotonic() - t0
+        assert elected_s < 4.0, f"a new leader took {elected_s:.2f}s"
+        _wait(
+            "the old leader to resign",
+            lambda: "resigned as the active controller" in run.proc[old].log_text(),
+            6,
+        )
+        netns.set_link(prefix, old, up=True)
+        _wait("the old leader to follow the new one", lambda: _quorum_state(run, old)[0] == new, 20)
+        time.sleep(2.0)  # it truncates what it wrote alone and catches up
+        # Killed, not stopped: a graceful stop would hand leadership around and append on the way.
+        for i in VOTERS:
+            run.proc[i].kill9()
+        ends = []
+        for i in VOTERS:
+            data = b"".join(p.read_bytes() for p in sorted(run.log_dir(i).glob("*.log")))
+            ends.append(data)
+        # The old leader's lone appends are gone: every voter's log is a prefix of the longest.
+        longest = max(ends, key=len)
+        assert all(longest.startswith(e) for e in ends)
+        print(f"\nnew leader {new} elected {elected_s:.2f}s after cutting {old}")
+    finally:
+        procs.stop_all()
+        netns.kill_processes_in([n for n in netns.list_namespaces() if n.startswith(prefix)])
+        netns.destroy(prefix)
+        netns.remove_blackhole_route(prefix)
