@@ -104,6 +104,18 @@ class ReplicaProgress:
     last_caught_up_ms: int = -1
 
 
+@dataclass(frozen=True, slots=True)
+class _CoreAfter:
+    """The core as one step left it. A batch of steps runs before any is dispatched, so the dispatch
+    of a step must judge leadership by this, not by the core, which is already past the later steps."""
+
+    role: Role
+    epoch: int
+    leader_id: int
+    applied: int
+    epoch_start_offset: int
+
+
 @dataclass(eq=False)
 class _Input:
     call: Callable[[RaftCore, int], Ready]
@@ -112,6 +124,7 @@ class _Input:
     reply_to: tuple[int, type] | None = None
     append_last: int = -1  # an append: its future resolves once this offset is committed
     ready: Ready | None = field(default=None, repr=False)
+    after: _CoreAfter | None = field(default=None, repr=False)
 
 
 class RaftClient:
@@ -339,6 +352,7 @@ class RaftClient:
                 continue
             self._store.persist(ready)
             item.ready = ready
+            item.after = _CoreAfter(core.role, core.epoch, core.leader_id, core.applied, core.epoch_start_offset)
         self._store.flush()
         self._publish_figures(core)
         return inputs
@@ -365,8 +379,7 @@ class RaftClient:
 
     async def _dispatch(self, item: _Input) -> None:
         ready = item.ready
-        core = self._core
-        assert ready is not None and core is not None
+        assert ready is not None
         messages = ready.messages
         if item.reply_to is not None and item.future is not None:
             source, reply_type = item.reply_to
@@ -395,11 +408,12 @@ class RaftClient:
             else:
                 await self._listener.handle_commit(ready.committed)
             changed = True
-        await self._check_leadership(core)
+        assert item.after is not None
+        await self._check_leadership(item.after)
         if changed:
             self._wake_parked()
 
-    async def _check_leadership(self, core: RaftCore) -> None:
+    async def _check_leadership(self, core: _CoreAfter) -> None:
         leading = core.role is Role.LEADER
         if self._claimed_epoch >= 0 and (not leading or core.epoch != self._claimed_epoch):
             epoch, self._claimed_epoch = self._claimed_epoch, -1
