@@ -23,14 +23,12 @@ from kraftpy.metalog.checkpoints import read_quorum_state
 from protocol.errors import Errors
 from protocol.record_batch import read_batch_header
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
-from protocol.rpc.broker_registration import BrokerRegistrationRequest
 from protocol.rpc.create_topics import CreateTopicsRequest
 from protocol.rpc.describe_cluster import DescribeClusterRequest
 from protocol.rpc.describe_quorum import DescribeQuorumRequest
 from protocol.rpc.fetch import FetchRequest
 from protocol.rpc.metadata import MetadataRequest
 from protocol.transport import RpcClient
-from protocol.uuid import Uuid
 from tests.support.processes import (
     ManagedProcess,
     ProcessSet,
@@ -40,6 +38,7 @@ from tests.support.processes import (
     write_broker_config,
     write_controller_config,
 )
+from tests.support.quorum_workload import broker_registration
 
 VOTERS = (1, 2, 3)
 FAST = {
@@ -158,18 +157,7 @@ async def create_topic(client: RpcClient, name: str) -> int:
 
 
 async def register_broker(client: RpcClient, cluster_id: str, broker_id: int) -> int:
-    req = BrokerRegistrationRequest(
-        BrokerId=broker_id,
-        ClusterId=cluster_id,
-        IncarnationId=Uuid.random(),
-        Listeners=[BrokerRegistrationRequest.Listener(Name="PLAINTEXT", Host="127.0.0.1", Port=9092)],
-        Features=[
-            BrokerRegistrationRequest.Feature(
-                Name="metadata.version", MinSupportedVersion=1, MaxSupportedVersion=22
-            )
-        ],
-        LogDirs=[Uuid.random()],
-    )
+    req = broker_registration(cluster_id, broker_id)
     resp = await client.call("BrokerRegistration", req)
     assert resp.ErrorCode == 0, resp
     return resp.BrokerEpoch

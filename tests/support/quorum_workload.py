@@ -32,6 +32,22 @@ from protocol.uuid import Uuid
 BROKER_ID = 100
 
 
+def broker_registration(cluster_id: str, broker_id: int) -> BrokerRegistrationRequest:
+    """A one-dir broker's registration, for clients that stand in for a broker."""
+    return BrokerRegistrationRequest(
+        BrokerId=broker_id,
+        ClusterId=cluster_id,
+        IncarnationId=Uuid.random(),
+        Listeners=[BrokerRegistrationRequest.Listener(Name="PLAINTEXT", Host="127.0.0.1", Port=9092)],
+        Features=[
+            BrokerRegistrationRequest.Feature(
+                Name="metadata.version", MinSupportedVersion=1, MaxSupportedVersion=22
+            )
+        ],
+        LogDirs=[Uuid.random()],
+    )
+
+
 class Workload:
     def __init__(self, voters: dict[int, str], cluster_id: str, out: Path) -> None:
         self.urls = {i: f"http://{hp}" for i, hp in voters.items()}
@@ -72,19 +88,7 @@ class Workload:
         return resp
 
     async def register(self) -> None:
-        req = BrokerRegistrationRequest(
-            BrokerId=BROKER_ID,
-            ClusterId=self.cluster_id,
-            IncarnationId=Uuid.random(),
-            Listeners=[BrokerRegistrationRequest.Listener(Name="PLAINTEXT", Host="127.0.0.1", Port=9092)],
-            Features=[
-                BrokerRegistrationRequest.Feature(
-                    Name="metadata.version", MinSupportedVersion=1, MaxSupportedVersion=22
-                )
-            ],
-            LogDirs=[Uuid.random()],
-        )
-        resp = await self.call("BrokerRegistration", req)
+        resp = await self.call("BrokerRegistration", broker_registration(self.cluster_id, BROKER_ID))
         if resp.ErrorCode == 0:
             self.broker_epoch = resp.BrokerEpoch
 
