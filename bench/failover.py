@@ -153,7 +153,7 @@ def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None
             interval=0.05,
         )
         tl = failover_timeline(
-            cluster.controller.metadata_dir,
+            cluster.active_controller().metadata_dir,
             fault_ms=fault_ms,
             broker_id=victim,
             directory_id=dir_id,

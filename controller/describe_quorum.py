@@ -1,19 +1,28 @@
-"""The answer to DescribeQuorum: the leader's view of every voter's and observer's progress.
+"""What a tool asks the quorum: DescribeQuorum, and DescribeCluster for the controllers (KIP-919).
 
 Only the leader tracks replicas (from their Fetch requests); another controller answers
-NOT_LEADER_OR_FOLLOWER naming the leader it knows, so a tool can ask there. The leader counts itself
-as fetched and caught up now (KafkaRaftClient does the same).
+NOT_LEADER_OR_FOLLOWER naming the leader it knows. The leader counts itself as fetched and caught up
+now (KafkaRaftClient does the same). Every controller answers DescribeCluster with EndpointType
+CONTROLLER: the active controller's id and every voter's endpoint, so a tool given any one
+controller (`--bootstrap-controller`) finds the leader to ask.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from protocol.errors import Errors
+from protocol.rpc.describe_cluster import (
+    ENDPOINT_TYPE_CONTROLLER,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from protocol.rpc.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse, ReplicaState
 
 if TYPE_CHECKING:
     from controller.raft_client import RaftClient
+    from kraftpy.config import QuorumVoter
 
 
 def describe_quorum(
@@ -64,4 +73,26 @@ def describe_quorum(
         HighWatermark=raft.high_watermark,
         CurrentVoters=current,
         Observers=observers,
+    )
+
+
+def asks_for_controllers(req: DescribeClusterRequest, version: int) -> bool:
+    return version >= 1 and req.EndpointType == ENDPOINT_TYPE_CONTROLLER
+
+
+def describe_controllers(
+    *, cluster_id: str, leader_id: int, voters: Sequence[QuorumVoter]
+) -> DescribeClusterResponse:
+    """The voters of controller.quorum.voters and the leader this controller knows (-1: none yet).
+
+    Kafka lists the controllers that registered (RegisterControllerRecord); here only the active
+    controller registers, so the static voter set is the full list (docs/kip-deviations.md)."""
+    return DescribeClusterResponse(
+        EndpointType=ENDPOINT_TYPE_CONTROLLER,
+        ClusterId=cluster_id,
+        ControllerId=leader_id,
+        Brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(BrokerId=v.id, Host=v.host, Port=v.port)
+            for v in sorted(voters, key=lambda v: v.id)
+        ],
     )

@@ -18,9 +18,12 @@ from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from controller.active_term import ActiveTerm
     from controller.metrics import ControllerMetrics
     from controller.raft_client import RaftClient
+    from kraftpy.config import QuorumVoter
 
 log = structlog.get_logger(__name__)
 
@@ -45,6 +48,7 @@ class ControllerApis:
         heartbeat_deadline_s: float,
         clock_ms: Callable[[], int],
         cluster_id: str,
+        voters: Sequence[QuorumVoter] = (),
     ) -> None:
         """`active_term()`: the term this controller serves, None when another one is active.
         `heartbeat_deadline_s`: how long a heartbeat may wait in the queue (half its interval)."""
@@ -54,6 +58,7 @@ class ControllerApis:
         self._heartbeat_deadline_s = heartbeat_deadline_s
         self._clock_ms = clock_ms
         self._cluster_id = cluster_id
+        self._voters = tuple(voters)
 
     def _term(self) -> ActiveTerm:
         term = self._active_term()
@@ -80,10 +85,22 @@ class ControllerApis:
             "AllocateProducerIds": write(
                 "allocateProducerIds", lambda core, r, v, ctx: core.allocate_producer_ids(r, v)
             ),
-            "DescribeCluster": read("describeCluster", lambda core, r, v: core.describe_cluster(r, v)),
+            "DescribeCluster": self._describe_cluster,
             "Metadata": read("metadata", lambda core, r, v: core.metadata(r, v)),
             **RaftApis(self._raft, self._cluster_id).handlers(),
         }
+
+    async def _describe_cluster(self, req: Any, version: int) -> Any:
+        from controller.describe_quorum import asks_for_controllers, describe_controllers
+
+        if asks_for_controllers(req, version):
+            # Any controller answers this one, standby or not: it is how a tool finds the leader.
+            return describe_controllers(
+                cluster_id=self._cluster_id, leader_id=self._raft.leader_id, voters=self._voters
+            )
+        return await self._read("describeCluster", lambda core, r, v: core.describe_cluster(r, v))(
+            req, version
+        )
 
     def _write(self, name: str, op: Callable[[Any, Any, int, WriteContext], Any]) -> Handler:
         async def handler(req: Any, version: int) -> Any:

@@ -169,6 +169,7 @@ class ControllerServer:
                 heartbeat_deadline_s=cfg.broker_heartbeat_interval_ms / 2000,
                 clock_ms=_wall_clock_ms,
                 cluster_id=self.cluster_id,
+                voters=cfg.quorum_voters,
             )
         )
         teardown.push_async_callback(self._stop_listening)

@@ -64,7 +64,7 @@ def test_controller_and_brokers_agree_on_offline_replicas(tmp_path: Path) -> Non
         cluster.fail_dir(1, int(placed.directories[0].removeprefix("b1/d")))
         cluster.wait_until(lambda v: v.broker(1).online_dirs == 1, 60, "broker 1 reporting its failed dir")
 
-        urls = {"controller": cluster.controller.url} | {
+        urls = {"controller": cluster.wait_leader().url} | {
             f"broker {b.node_id}": b.url for b in cluster.brokers if b.node_id != 3
         }
         deadline = time.monotonic() + 30

@@ -123,8 +123,10 @@ async def test_registration_with_two_dirs_is_in_the_log(
     assert recs[0]["offset"] == resp.BrokerEpoch  # the broker epoch is the record's offset
     assert recs[0]["version"] == 3
 
-    # The controller registered itself: DescribeCluster can name the controllers.
+    # The controller registered itself, and DescribeCluster names the controllers.
+    assert [r["data"]["ControllerId"] for r in node.records("RegisterControllerRecord")] == [1]
     controllers = await client.call("DescribeCluster", DescribeClusterRequest(EndpointType=2))
+    assert controllers.ControllerId == 1
     assert [(c.BrokerId, c.Port) for c in controllers.Brokers] == [(1, node.port)]
 
 

@@ -12,14 +12,14 @@ from kraftpy.config import load_config
 from tools.cluster.configs import node_properties, write_config
 from tools.cluster.events import diff_views
 from tools.cluster.probe import parse_metrics
-from tools.cluster.spec import ClusterSpec, plan_nodes
+from tools.cluster.spec import ClusterSpec, client_netns, plan_nodes
 from tools.cluster.state import ClusterState, ProcessRecord, StateFile
 from tools.cluster.view import ClusterView, DirView, NodeView, PartitionView
 from tools.cluster.workload import AckLog, AckTail, decode_seq, encode_value, read_acks, verify
 
 
 def test_plan_local_cluster(tmp_path: Path) -> None:
-    nodes = plan_nodes(ClusterSpec(brokers=3, dirs=3), tmp_path, [9000, 9001, 9002, 9003])
+    nodes = plan_nodes(ClusterSpec(brokers=3, dirs=3, controllers=1), tmp_path, [9000, 9001, 9002, 9003])
     assert [n.name for n in nodes] == ["controller-3000", "broker-1", "broker-2", "broker-3"]
     assert [n.port for n in nodes] == [9000, 9001, 9002, 9003]
     assert all(n.host == "127.0.0.1" and n.netns is None for n in nodes)
@@ -30,7 +30,9 @@ def test_plan_local_cluster(tmp_path: Path) -> None:
 
 
 def test_plan_real_disks_use_a_subdir_of_each_mount(tmp_path: Path) -> None:
-    spec = ClusterSpec(brokers=2, dirs=2, real_disks=True, fs=("ext4", "xfs"), metadata_disks=True)
+    spec = ClusterSpec(
+        brokers=2, dirs=2, controllers=1, real_disks=True, fs=("ext4", "xfs"), metadata_disks=True
+    )
     nodes = plan_nodes(spec, tmp_path, [1, 2, 3])
     d = nodes[2].log_dirs[1]
     assert d.disk == "b2d1" and d.fs == "xfs"
@@ -40,7 +42,7 @@ def test_plan_real_disks_use_a_subdir_of_each_mount(tmp_path: Path) -> None:
 
 
 def test_plan_multi_host_gives_every_node_its_namespace_and_address(tmp_path: Path) -> None:
-    nodes = plan_nodes(ClusterSpec(brokers=3, multi_host=True), tmp_path, netns_prefix="kpabc")
+    nodes = plan_nodes(ClusterSpec(brokers=3, controllers=1, multi_host=True), tmp_path, netns_prefix="kpabc")
     assert [(n.netns, n.host, n.port) for n in nodes] == [
         ("kpabc-n1", "10.200.0.11", 9093),
         ("kpabc-n2", "10.200.0.12", 9092),
@@ -50,9 +52,47 @@ def test_plan_multi_host_gives_every_node_its_namespace_and_address(tmp_path: Pa
     assert [n.host_index for n in nodes] == [1, 2, 3, 4]
 
 
+def test_plan_a_quorum_of_three_controllers(tmp_path: Path) -> None:
+    nodes = plan_nodes(ClusterSpec(brokers=2, dirs=1), tmp_path, [9000, 9001, 9002, 9003, 9004])
+    assert [(n.name, n.node_id, n.port) for n in nodes] == [
+        ("controller-3000", 3000, 9000),
+        ("controller-3001", 3001, 9001),
+        ("controller-3002", 3002, 9002),
+        ("broker-1", 1, 9003),
+        ("broker-2", 2, 9004),
+    ]
+    assert len({n.metadata_dir for n in nodes}) == 5
+    spec = ClusterSpec(brokers=2, multi_host=True)
+    hosts = plan_nodes(spec, tmp_path, netns_prefix="kpabc")
+    assert [(n.netns, n.host_index) for n in hosts] == [(f"kpabc-n{i}", i) for i in range(1, 6)]
+    assert client_netns("kpabc", spec) == "kpabc-n6"
+
+
+def test_every_node_names_every_voter(tmp_path: Path) -> None:
+    spec = ClusterSpec(brokers=2, dirs=1)
+    nodes = plan_nodes(spec, tmp_path, [9100, 9101, 9102, 9103, 9104])
+    for n in nodes:
+        write_config(n.config, node_properties(n, nodes, spec), n.name)
+    voters = "3000@127.0.0.1:9100,3001@127.0.0.1:9101,3002@127.0.0.1:9102"
+    for n in nodes:
+        cfg = load_config(n.config)
+        assert ",".join(cfg.controller_quorum_voters) == voters, n.name
+    assert (
+        ClusterSpec.from_json({"brokers": 1, "dirs": 1, "real_disks": False, "multi_host": False}).controllers
+        == 1
+    )
+
+
 @pytest.mark.parametrize(
     "kwargs",
-    [{"brokers": 0}, {"dirs": 0}, {"restart": "always"}, {"fs": ("zfs",)}],
+    [
+        {"brokers": 0},
+        {"dirs": 0},
+        {"controllers": 0},
+        {"controllers": 10},
+        {"restart": "always"},
+        {"fs": ("zfs",)},
+    ],
 )
 def test_bad_spec_is_refused(kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
@@ -60,7 +100,7 @@ def test_bad_spec_is_refused(kwargs: dict[str, object]) -> None:
 
 
 def test_generated_configs_are_valid_kafka_configs(tmp_path: Path) -> None:
-    spec = ClusterSpec(brokers=2, dirs=3, broker_config={"log.dir.failure.timeout.ms": "3000"})
+    spec = ClusterSpec(brokers=2, dirs=3, controllers=1, broker_config={"log.dir.failure.timeout.ms": "3000"})
     nodes = plan_nodes(spec, tmp_path, [9100, 9101, 9102])
     for n in nodes:
         write_config(n.config, node_properties(n, nodes, spec), n.name)
@@ -77,7 +117,7 @@ def test_generated_configs_are_valid_kafka_configs(tmp_path: Path) -> None:
 
 
 def test_state_round_trip(tmp_path: Path) -> None:
-    spec = ClusterSpec(brokers=1, dirs=2)
+    spec = ClusterSpec(brokers=1, dirs=2, controllers=1)
     nodes = plan_nodes(spec, tmp_path, [1, 2])
     store = StateFile(tmp_path)
     state = ClusterState(work_dir=str(tmp_path), cluster_id="abc", spec=spec, nodes=nodes)

@@ -1,4 +1,4 @@
-"""`kraftpy cluster up|status|down`: a local cluster of one controller and N JBOD brokers."""
+"""`kraftpy cluster up|status|down|...`: a local cluster of a controller quorum and N JBOD brokers."""
 
 from __future__ import annotations
 
@@ -13,12 +13,16 @@ if TYPE_CHECKING:
     from tools.cluster.cluster import LocalCluster
 
 DESCRIPTION = """\
-A local cluster from generated configs (Kafka property names): 1 controller and N brokers, each broker
-with several log dirs plus its own metadata.log.dir.
-  up       create, format and start; returns once every node is healthy and every broker unfenced
-  status   controller, brokers (fenced or not), dirs (online, directory.id, used space), partitions
+A local cluster from generated configs (Kafka property names): a quorum of controllers (ids 3000, 3001,
+...) and N brokers (ids 1..N), each broker with several log dirs plus its own metadata.log.dir.
+  up       create, format and start; returns once a controller is active, every node healthy and
+           every broker unfenced
+  status   controllers (which is active), brokers (fenced or not), dirs (online, directory.id, used
+           space), partitions
   down     stop everything (SIGTERM, then SIGKILL), destroy the disks and namespaces it created
-  fail / heal / stop / start   inject a dir fault, undo it, stop or start one broker
+  fail / heal                  inject a dir fault, undo it
+  stop / start / kill NODE_ID  stop (SIGTERM: a broker's controlled shutdown, a controller's
+                               resignation), start, or SIGKILL one node, broker or controller
 By default log dirs are plain directories under the work dir (works anywhere). With --real-disks
 (root) each is its own loop-device filesystem; with --multi-host (root) each node runs in its own
 network namespace on a bridge (10.200.0.0/24). Work dir: --work-dir, else $KRAFTPY_WORK, else ./work/cluster.
@@ -39,6 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = verbs.add_parser("up", parents=[common], help="create, format and start the cluster")
     p.add_argument("--brokers", type=int, default=3, help="number of brokers (3)")
     p.add_argument("--dirs", type=int, default=3, help="log dirs per broker (3)")
+    p.add_argument("--controllers", type=int, default=3, help="controllers in the KRaft quorum (3)")
     p.add_argument("--real-disks", action="store_true", help="each log dir on its own loop-device fs (root)")
     p.add_argument(
         "--fs", default="ext4", help="filesystems for --real-disks, cycled per dir: ext4, xfs or ext4,xfs"
@@ -85,10 +90,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", type=int)
     p.set_defaults(func=_heal)
 
-    for verb, text in (("stop", "stop one broker (controlled shutdown)"), ("start", "start one broker")):
+    for verb, text, func in (
+        ("stop", "stop one node (SIGTERM: controlled shutdown or resignation)", _stop),
+        ("start", "start one node and wait until it serves", _start),
+        ("kill", "SIGKILL one node", _kill),
+    ):
         p = verbs.add_parser(verb, parents=[common], help=text)
-        p.add_argument("broker", type=int)
-        p.set_defaults(func=_stop if verb == "stop" else _start)
+        p.add_argument(
+            "node", type=int, metavar="NODE_ID", help="a broker id (1..N) or a controller id (3000..)"
+        )
+        p.set_defaults(func=func)
 
 
 def _work_dir(args: argparse.Namespace) -> str:
@@ -133,6 +144,7 @@ def _up(args: argparse.Namespace) -> int:
         spec = ClusterSpec(
             brokers=args.brokers,
             dirs=args.dirs,
+            controllers=args.controllers,
             real_disks=args.real_disks,
             multi_host=args.multi_host,
             fs=tuple(f.strip() for f in args.fs.split(",") if f.strip()),
@@ -231,14 +243,28 @@ def _after_heal(cluster: LocalCluster, broker_id: int) -> str:
     return f"broker {broker_id} is not running; it uses the dir again once started: kraftpy cluster start {broker_id} {where}"
 
 
+def _node_name(cluster: LocalCluster, node_id: int) -> str:
+    node = _guard(lambda: cluster.state.node_by_id(node_id))
+    return f"{node.role} {node.node_id}"
+
+
 def _stop(args: argparse.Namespace) -> int:
     cluster = _existing(args)
-    print(f"broker {args.broker}: {_guard(lambda: cluster.stop_broker(args.broker))}")
+    name = _node_name(cluster, args.node)
+    print(f"{name}: {_guard(lambda: cluster.stop_node_id(args.node))}")
+    return 0
+
+
+def _kill(args: argparse.Namespace) -> int:
+    cluster = _existing(args)
+    name = _node_name(cluster, args.node)
+    print(f"{name}: {_guard(lambda: cluster.stop_node_id(args.node, kill=True))}")
     return 0
 
 
 def _start(args: argparse.Namespace) -> int:
     cluster = _existing(args)
-    _guard(lambda: cluster.start_broker(args.broker))
-    print(f"broker {args.broker} started and serving")
+    name = _node_name(cluster, args.node)
+    _guard(lambda: cluster.start_node_id(args.node))
+    print(f"{name} started and serving")
     return 0

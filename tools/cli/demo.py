@@ -9,7 +9,7 @@ from pathlib import Path
 from tools.cli.main import UserError
 
 DESCRIPTION = """\
-Brings up a local cluster (1 controller, 3 brokers x 3 log dirs; real loop-device filesystems when
+Brings up a local cluster (a quorum of 3 controllers, 3 brokers x 3 log dirs; real loop-device filesystems when
 run as root with loop devices, plain directories otherwise), produces to a 6-partition RF=3 topic
 with acks=all and idempotence, fails the log dir under a leader, shows the failover live, heals the
 disk and restarts the broker, checks that every acknowledged message is read back exactly once,

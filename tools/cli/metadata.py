@@ -1,7 +1,9 @@
 """`kraftpy metadata`: read KRaft metadata logs (ours or Kafka's).
 
 - `dump PATH [--json] [--from-offset N]`: every record, like kafka-dump-log --cluster-metadata-decoder;
-- `verify PATH`: CRCs, decoding and byte-exact re-encoding of every record and batch.
+- `verify PATH`: CRCs, decoding and byte-exact re-encoding of every record and batch;
+- `quorum --bootstrap-controller HOST:PORT describe --status|--replication`: the controller quorum
+  (tools.cli.quorum), as kafka-metadata-quorum.sh prints it.
 
 PATH is a segment (.log), a snapshot (.checkpoint), bootstrap.checkpoint, or a directory (the
 metadata dir or its __cluster_metadata-0), whose segments are read in base-offset order.
@@ -47,6 +49,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     verify.add_argument("path", type=Path, metavar="PATH")
     verify.set_defaults(func=_verify)
+
+    from tools.cli.quorum import add_parser as add_quorum_parser
+
+    add_quorum_parser(msub)
 
     if importlib.util.find_spec("tools.cli._metadata_image") is not None:
         image_module = importlib.import_module("tools.cli._metadata_image")

@@ -1,9 +1,10 @@
-"""`LocalCluster`: one controller and N JBOD brokers on this machine, from generated configs.
+"""`LocalCluster`: a quorum of controllers and N JBOD brokers on this machine, from generated configs.
 
     cluster = LocalCluster.up(work_dir, ClusterSpec(brokers=3, dirs=3, real_disks=True))
     view = cluster.view()                      # controller, brokers, dirs, partitions
     cluster.fail_dir(broker_id=2, index=0)     # EIO on a real disk, ENOTDIR on a plain dir
     cluster.stop_broker(2); cluster.heal_dir(2, 0); cluster.start_broker(2)
+    cluster.stop_node(cluster.wait_leader().name, kill=True)   # kill -9 of the active controller
     cluster.down()                             # processes, disks, namespaces, route: all gone
 
 Everything is recorded in `<work dir>/cluster.json` before it is created, so another invocation
@@ -31,7 +32,7 @@ import tools.cluster.netns as netns
 from tools.cluster.configs import node_properties, write_config
 from tools.cluster.disks import ClusterDisks
 from tools.cluster.errors import ClusterError, NodeStartError
-from tools.cluster.metadata import read_image
+from tools.cluster.metadata import known_leader, read_image
 from tools.cluster.probe import probe_all
 from tools.cluster.spec import (
     ClusterSpec,
@@ -72,8 +73,19 @@ class LocalCluster:
         return self.state.spec
 
     @property
-    def controller(self) -> NodePlan:
-        return self.state.controller
+    def controllers(self) -> list[NodePlan]:
+        return self.state.controllers
+
+    def active_controller(self, state: ClusterState | None = None) -> NodePlan:
+        """The controller the voters' quorum-state files last named leader (the first controller
+        while none is named). Read from files: it needs no process up and no network."""
+        st = state or self.state
+        known = known_leader([c.metadata_dir for c in st.controllers])
+        if known is not None:
+            for c in st.controllers:
+                if c.node_id == known[0]:
+                    return c
+        return st.controllers[0]
 
     @property
     def brokers(self) -> list[NodePlan]:
@@ -111,8 +123,9 @@ class LocalCluster:
     def is_running(self, name: str) -> bool:
         return self.process_state(name)[1] == "running"
 
-    def image(self) -> Any | None:
-        return read_image(self.controller.metadata_dir)
+    def image(self, state: ClusterState | None = None) -> Any | None:
+        """The metadata image the active controller's log ends in."""
+        return read_image(self.active_controller(state).metadata_dir)
 
     def health(self, names: Sequence[str] | None = None, timeout: float = 1.0) -> dict[str, dict[str, Any]]:
         st = self.state
@@ -133,7 +146,7 @@ class LocalCluster:
         health = self.health(running) if probe and running else {}
         notes: list[str] = []
         try:
-            image = self.image()
+            image = self.image(st)
         except Exception as e:  # shown, not fatal: status must work on a broken cluster too
             image = None
             notes.append(f"cannot read the controller's metadata log: {e}")
@@ -219,7 +232,7 @@ class LocalCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(say)
         prefix = f"kp{secrets.token_hex(3)}" if spec.multi_host else None
-        ports = None if spec.multi_host else launcher.free_ports(spec.brokers + 1)
+        ports = None if spec.multi_host else launcher.free_ports(spec.brokers + spec.controllers)
         nodes = plan_nodes(spec, self.work_dir, ports, prefix)
         state = ClusterState(
             work_dir=str(self.work_dir),
@@ -277,10 +290,13 @@ class LocalCluster:
     # ================================================================== processes
 
     def start_all(self, *, say: Say = _quiet, timeout: float = 60.0) -> None:
-        ctl = self.controller
-        self.start_node(ctl.name)
-        self.wait_healthy([ctl.name], timeout)
-        say(f"controller {ctl.node_id} serving on {ctl.bootstrap}")
+        controllers = self.controllers
+        for c in controllers:
+            self.start_node(c.name)
+        self.wait_healthy([c.name for c in controllers], timeout)
+        leader = self.wait_leader(timeout)
+        voters = ", ".join(f"{c.node_id}@{c.bootstrap}" for c in controllers)
+        say(f"controller quorum {voters}: {leader.node_id} is the active controller")
         for b in self.brokers:
             self.start_node(b.name)
         self.wait_healthy([b.name for b in self.brokers], timeout)
@@ -307,6 +323,35 @@ class LocalCluster:
             st.processes[name] = ProcessRecord(proc.pid, proc.start_time, time.time(), "running", restarts)
             self.store.save(st)
             return proc.pid
+
+    def wait_leader(self, timeout: float = 60.0, *, other_than: int | None = None) -> NodePlan:
+        """The controller that says it is active (and is not `other_than`), once there is one."""
+        deadline = time.monotonic() + timeout
+        while True:
+            st = self.state
+            running = [c for c in st.controllers if self.process_state(c.name, st)[1] == "running"]
+            health = self.health([c.name for c in running], timeout=1.0)
+            for c in running:
+                body = health.get(c.name, {}).get("body")
+                if isinstance(body, dict) and body.get("active") is True and c.node_id != other_than:
+                    return c
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"no active controller after {timeout:.0f}s; "
+                    + "; ".join(f"end of {c.log}:\n{launcher.log_tail(c.log, 10)}" for c in st.controllers)
+                )
+            time.sleep(0.1)
+
+    def start_node_id(self, node_id: int, *, wait: bool = True, timeout: float = 60.0) -> NodePlan:
+        """Start a broker or a controller by its node.id; with `wait`, until it serves."""
+        node = self.state.node_by_id(node_id)
+        self.start_node(node.name)
+        if wait:
+            self.wait_healthy([node.name], timeout)
+        return node
+
+    def stop_node_id(self, node_id: int, *, timeout: float = 15.0, kill: bool = False) -> str:
+        return self.stop_node(self.state.node_by_id(node_id).name, timeout=timeout, kill=kill)
 
     def start_broker(self, broker_id: int, *, wait: bool = True, timeout: float = 60.0) -> None:
         name = self.broker(broker_id).name
@@ -532,7 +577,7 @@ class LocalCluster:
         """Stop every process (brokers first: SIGTERM, then SIGKILL), destroy the disks, delete the
         namespaces and the route. Safe to repeat, and after a crash of anything.
 
-        `controller_first` stops the controller before the brokers, so the metadata log ends as the
+        `controller_first` stops the controllers before the brokers, so the metadata log ends as the
         cluster stood, without the fencing and leader moves of the brokers' controlled shutdowns
         (which then give up after broker.session.timeout.ms)."""
         actions: list[str] = []
@@ -550,7 +595,7 @@ class LocalCluster:
         if st.supervisor_pid and st.supervisor_start_time is not None:
             launcher.stop(st.supervisor_pid, st.supervisor_start_time, 5.0)
         # Brokers first and together (each runs a controlled shutdown, which needs the controller).
-        groups = [[st.controller], st.brokers] if controller_first else [st.brokers, [st.controller]]
+        groups = [st.controllers, st.brokers] if controller_first else [st.brokers, st.controllers]
         for group in groups:
             recs = [(n, st.processes[n.name]) for n in group if n.name in st.processes]
             ended = launcher.stop_many([(r.pid, r.start_time) for _n, r in recs], timeout)

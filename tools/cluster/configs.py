@@ -75,12 +75,17 @@ def with_extra(props: dict[str, str], extra: Mapping[str, object] | None) -> dic
     return props
 
 
-def controller_properties(node: NodePlan, spec: ClusterSpec) -> dict[str, str]:
+def quorum_voters(nodes: Sequence[NodePlan]) -> str:
+    """controller.quorum.voters naming every controller of the plan."""
+    return voters_string({n.node_id: n.bootstrap for n in nodes if n.role == "controller"})
+
+
+def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[str, str]:
     props = controller_props(
         node_id=node.node_id,
         port=node.port,
         metadata_dir=node.metadata_dir,
-        voters=voters_string({node.node_id: node.bootstrap}),
+        voters=voters,
         host=node.host,
     )
     props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT"
@@ -88,12 +93,12 @@ def controller_properties(node: NodePlan, spec: ClusterSpec) -> dict[str, str]:
     return props
 
 
-def broker_properties(node: NodePlan, controller: NodePlan, spec: ClusterSpec) -> dict[str, str]:
+def broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[str, str]:
     props = broker_props(
         node_id=node.node_id,
         port=node.port,
         log_dirs=[d.path for d in node.log_dirs],
-        voters=voters_string({controller.node_id: controller.bootstrap}),
+        voters=voters,
         metadata_dir=node.metadata_dir,
         host=node.host,
     )
@@ -105,11 +110,11 @@ def broker_properties(node: NodePlan, controller: NodePlan, spec: ClusterSpec) -
     return props
 
 
-def node_properties(node: NodePlan, nodes: list[NodePlan], spec: ClusterSpec) -> dict[str, str]:
+def node_properties(node: NodePlan, nodes: Sequence[NodePlan], spec: ClusterSpec) -> dict[str, str]:
+    voters = quorum_voters(nodes)
     if node.role == "controller":
-        return controller_properties(node, spec)
-    controller = next(n for n in nodes if n.role == "controller")
-    return broker_properties(node, controller, spec)
+        return controller_properties(node, voters, spec)
+    return broker_properties(node, voters, spec)
 
 
 def write_config(path: str | Path, props: Mapping[str, str], title: str | None = None) -> Path:

@@ -1,6 +1,6 @@
 """`kraftpy demo`: a local cluster survives the death of the disk under a partition leader.
 
-1. a cluster comes up: 1 controller, 3 brokers with 3 log dirs each (real loop-device filesystems
+1. a cluster comes up: a quorum of 3 controllers, 3 brokers with 3 log dirs each (real loop-device filesystems
    when root and loop devices work, plain directories otherwise);
 2. a topic of 6 partitions, replication factor 3, takes a continuous acks=all idempotent stream;
 3. the log dir holding a leader's replica fails (filesystem shutdown: EIO; with plain directories the
@@ -138,6 +138,7 @@ class Demo:
         self.d = Display(self.console, live)
         self.cluster: Any = None
         self.producer: Any = None
+        self.metadata_dir: Path | None = None
         self.last_view: ClusterView | None = None
         self.mode = ""
 
@@ -215,7 +216,7 @@ class Demo:
                 if not real and why_not:
                     self.d.say(f"log dirs are plain directories ({why_not})")
                 self.d.say(
-                    f"starting a cluster in {work / 'cluster'}: 1 controller, 3 brokers x 3 log dirs on {self.mode}"
+                    f"starting a cluster in {work / 'cluster'}: 3 controllers, 3 brokers x 3 log dirs on {self.mode}"
                 )
                 self.cluster = LocalCluster.up(
                     work / "cluster",
@@ -295,7 +296,7 @@ class Demo:
         from tools.cluster.timeline import detection_ms, failover_timeline
 
         tl = failover_timeline(
-            self.cluster.controller.metadata_dir,
+            self.cluster.active_controller().metadata_dir,
             fault_ms=fault_ms,
             broker_id=victim,
             directory_id=dir_id,
@@ -353,8 +354,9 @@ class Demo:
                 self.producer.kill()
         if self.cluster is not None:
             disks = " and removing its disks" if self.mode.startswith("real") else ""
-            self.d.say(f"stopping the cluster (controller first: its log ends as the story did){disks}")
+            self.d.say(f"stopping the cluster (controllers first: the log ends as the story did){disks}")
             with contextlib.suppress(Exception):
+                self.metadata_dir = Path(self.cluster.active_controller().metadata_dir)
                 self.cluster.down(say=self.d.event, controller_first=True)
             self.cluster = None
 
@@ -366,7 +368,8 @@ class Demo:
 
         from tools.cluster.launcher import spawn
 
-        meta = work / "cluster" / "controller-3000" / "meta"
+        # The last active controller's log: every voter holds the committed records, it holds them all.
+        meta = self.metadata_dir or work / "cluster" / "controller-3000" / "meta"
         out = work / "analysis"
         log_path = work / "analysis.log"
         self.d.say(f"Spark: analysing the controller's metadata log {meta} (output in {log_path})")

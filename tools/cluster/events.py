@@ -13,8 +13,10 @@ def diff_views(old: ClusterView | None, new: ClusterView) -> list[str]:
     if old is None:
         return []
     out: list[str] = []
-    old_nodes = {n.name: n for n in (old.controller, *old.brokers)}
-    for n in (new.controller, *new.brokers):
+    if old.leader_id != new.leader_id and new.leader_id is not None:
+        out.append(f"active controller: {old.leader_id or 'none'} -> {new.leader_id}")
+    old_nodes = {n.name: n for n in old.nodes}
+    for n in new.nodes:
         o = old_nodes.get(n.name)
         if o is None:
             continue

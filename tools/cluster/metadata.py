@@ -8,7 +8,7 @@ local and multi-host mode, and needs nothing from any process.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,28 @@ def read_image(metadata_dir: str | Path, attempts: int = 3) -> Any | None:
     if last is not None and "no segment files" in str(last):
         return None
     raise last if last is not None else RuntimeError("unreachable")
+
+
+def known_leader(metadata_dirs: Sequence[str | Path]) -> tuple[int, int] | None:
+    """(leader id, epoch) of the newest epoch any voter's quorum-state names a leader for; None if none.
+
+    A file read, so it works whichever processes are up; it lags an election by the time the voters
+    take to write their new epoch, which is a few milliseconds."""
+    from kraftpy.log.errors import LogError
+    from kraftpy.metalog.checkpoints import read_quorum_state
+    from kraftpy.metalog.files import QUORUM_STATE, partition_dir
+
+    best: tuple[int, int] | None = None
+    for d in metadata_dirs:
+        try:
+            state = read_quorum_state(partition_dir(d) / QUORUM_STATE)
+        except (LogError, OSError):
+            continue
+        if state is None or state.leader_id < 0:
+            continue
+        if best is None or state.leader_epoch > best[1]:
+            best = (state.leader_id, state.leader_epoch)
+    return best
 
 
 def iter_records(metadata_dir: str | Path, from_offset: int = 0) -> Iterator[TimedRecord]:

@@ -34,13 +34,15 @@ def nodes_table(view: ClusterView) -> Table:
     t = Table(title="nodes", title_justify="left")
     for col in ("node", "address", "pid", "process", "state", "epoch", "dirs"):
         t.add_column(col, no_wrap=True)
-    for n in (view.controller, *view.brokers):
+    for n in view.nodes:
         style = _node_style(n)
         process = n.process if n.process != "running" or n.healthy else "running, not serving"
         if n.role == "controller":
-            state = "active" if n.healthy else "-"
+            # A healthy voter that is not the leader replays the log as a hot standby.
+            state = "active" if n.leader else "standby" if n.healthy else "-"
+            raft = (n.health or {}).get("raft") or {}
             hw = (n.health or {}).get("high_watermark")
-            epoch = f"hw {hw}" if hw is not None else "-"
+            epoch = f"{raft.get('leader_epoch')}, hw {hw}" if hw is not None else "-"
             dirs = "-"
         else:
             state, epoch, dirs = (

@@ -8,7 +8,7 @@ Layout under the work dir:
     cluster.json                       state (tools.cluster.state)
     config/<node>.properties           generated Kafka-style configs
     logs/<node>.log                    each process's stdout and stderr
-    controller-3000/meta               the controller's metadata.log.dir
+    controller-3000/meta ...           each controller's metadata.log.dir (3000, 3001, ...)
     broker-1/meta                      a broker's metadata.log.dir
     broker-1/logs-0 ...                plain log dirs (embedded default)
     broker-1/disk-0/data ...           with --real-disks: the log dir inside the disk's mount
@@ -22,7 +22,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+# Controllers take ids 3000, 3001, ... so they never collide with broker ids 1..N.
 CONTROLLER_ID = 3000
+MAX_CONTROLLERS = 9
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_LISTENER = "PLAINTEXT"
 LOOPBACK = "127.0.0.1"
@@ -52,6 +54,7 @@ class ClusterSpec:
 
     brokers: int = 3
     dirs: int = 3
+    controllers: int = 3
     real_disks: bool = False
     multi_host: bool = False
     fs: tuple[str, ...] = ("ext4",)
@@ -65,6 +68,8 @@ class ClusterSpec:
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 50:
             raise ValueError(f"--brokers must be between 1 and 50, not {self.brokers}")
+        if not 1 <= self.controllers <= MAX_CONTROLLERS:
+            raise ValueError(f"--controllers must be between 1 and {MAX_CONTROLLERS}, not {self.controllers}")
         if not 1 <= self.dirs <= 16:
             raise ValueError(f"--dirs must be between 1 and 16, not {self.dirs}")
         if self.restart not in ("no", "on-failure"):
@@ -77,6 +82,7 @@ class ClusterSpec:
         return {
             "brokers": self.brokers,
             "dirs": self.dirs,
+            "controllers": self.controllers,
             "real_disks": self.real_disks,
             "multi_host": self.multi_host,
             "fs": list(self.fs),
@@ -92,6 +98,8 @@ class ClusterSpec:
         return cls(
             brokers=int(d["brokers"]),  # type: ignore[call-overload]
             dirs=int(d["dirs"]),  # type: ignore[call-overload]
+            # A state file written before clusters had a quorum describes one controller.
+            controllers=int(d.get("controllers", 1)),  # type: ignore[call-overload]
             real_disks=bool(d["real_disks"]),
             multi_host=bool(d["multi_host"]),
             fs=tuple(d.get("fs") or ("ext4",)),  # type: ignore[arg-type]
@@ -196,10 +204,10 @@ def plan_nodes(
     ports: Sequence[int] | None = None,
     netns_prefix: str | None = None,
 ) -> list[NodePlan]:
-    """The controller first, then brokers 1..N. Local mode takes `ports` (one per node, controller
-    first); multi-host mode gives node i the address 10.200.0.(10+i) in namespace `<prefix>-n<i>`."""
+    """Controllers 3000.. first, then brokers 1..N. Local mode takes `ports` (one per node, controllers
+    first); multi-host mode gives the i-th node the address 10.200.0.(10+i) in namespace `<prefix>-n<i>`."""
     work_dir = Path(os.path.abspath(work_dir))
-    count = spec.brokers + 1
+    count = spec.brokers + spec.controllers
     if spec.multi_host:
         if not netns_prefix:
             raise ValueError("multi-host mode needs a namespace prefix")
@@ -213,24 +221,26 @@ def plan_nodes(
         return LOOPBACK, ports[i], None
 
     nodes: list[NodePlan] = []
-    host, port, ns = addr(0, CONTROLLER_PORT)
-    name = f"controller-{CONTROLLER_ID}"
-    nodes.append(
-        NodePlan(
-            name=name,
-            node_id=CONTROLLER_ID,
-            role="controller",
-            host=host,
-            port=port,
-            config=str(work_dir / "config" / f"{name}.properties"),
-            log=str(work_dir / "logs" / f"{name}.log"),
-            metadata_dir=str(work_dir / name / "meta"),
-            netns=ns,
-            host_index=1,
+    for c in range(spec.controllers):
+        host, port, ns = addr(c, CONTROLLER_PORT)
+        node_id = CONTROLLER_ID + c
+        name = f"controller-{node_id}"
+        nodes.append(
+            NodePlan(
+                name=name,
+                node_id=node_id,
+                role="controller",
+                host=host,
+                port=port,
+                config=str(work_dir / "config" / f"{name}.properties"),
+                log=str(work_dir / "logs" / f"{name}.log"),
+                metadata_dir=str(work_dir / name / "meta"),
+                netns=ns,
+                host_index=c + 1,
+            )
         )
-    )
     for b in range(1, spec.brokers + 1):
-        host, port, ns = addr(b, BROKER_PORT)
+        host, port, ns = addr(spec.controllers + b - 1, BROKER_PORT)
         name = f"broker-{b}"
         base = work_dir / name
         dirs = []
@@ -266,7 +276,7 @@ def plan_nodes(
                 metadata_dir=meta_disk.path if meta_disk else str(base / "meta"),
                 log_dirs=tuple(dirs),
                 netns=ns,
-                host_index=b + 1,
+                host_index=spec.controllers + b,
                 metadata_disk=meta_disk,
             )
         )
@@ -275,8 +285,8 @@ def plan_nodes(
 
 def client_netns(prefix: str, spec: ClusterSpec) -> str:
     """The namespace clients (status probes, producers, consumers) run in: one past the last node."""
-    return f"{prefix}-n{spec.brokers + 2}"
+    return f"{prefix}-n{client_host_index(spec)}"
 
 
 def client_host_index(spec: ClusterSpec) -> int:
-    return spec.brokers + 2
+    return spec.brokers + spec.controllers + 1

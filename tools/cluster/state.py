@@ -80,8 +80,8 @@ class ClusterState:
         raise ClusterError(f"no node named {name} in this cluster")
 
     @property
-    def controller(self) -> NodePlan:
-        return next(n for n in self.nodes if n.role == "controller")
+    def controllers(self) -> list[NodePlan]:
+        return [n for n in self.nodes if n.role == "controller"]
 
     @property
     def brokers(self) -> list[NodePlan]:
@@ -92,6 +92,14 @@ class ClusterState:
             if n.node_id == broker_id:
                 return n
         raise ClusterError(f"no broker {broker_id} in this cluster")
+
+    def node_by_id(self, node_id: int) -> NodePlan:
+        """A broker (1..N) or a controller (3000..) by its node.id."""
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        ids = ", ".join(str(n.node_id) for n in self.nodes)
+        raise ClusterError(f"no node {node_id} in this cluster (its nodes: {ids})")
 
     def to_json(self) -> dict[str, Any]:
         return {

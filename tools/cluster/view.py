@@ -27,6 +27,8 @@ class NodeView:
     process: str  # running, exited, stopped, not started
     healthy: bool
     health: dict[str, Any] | None = None
+    # controllers only: the active controller (the Raft leader that has taken over the state machine)
+    leader: bool = False
     # brokers only
     registered: bool = False
     state: str = "-"  # fenced / unfenced / controlled_shutdown / not registered
@@ -67,12 +69,22 @@ class ClusterView:
     work_dir: str
     cluster_id: str
     mode: str
+    # The active controller; with no leader known, the first controller.
     controller: NodeView
     brokers: tuple[NodeView, ...]
     dirs: tuple[DirView, ...]
     partitions: tuple[PartitionView, ...]
     metadata_offset: int = -1
     notes: tuple[str, ...] = field(default=())
+    controllers: tuple[NodeView, ...] = ()
+
+    @property
+    def leader_id(self) -> int | None:
+        return next((c.node_id for c in self.controllers if c.leader), None)
+
+    @property
+    def nodes(self) -> tuple[NodeView, ...]:
+        return (*(self.controllers or (self.controller,)), *self.brokers)
 
     def broker(self, broker_id: int) -> NodeView:
         return next(b for b in self.brokers if b.node_id == broker_id)
@@ -128,7 +140,8 @@ def build_view(
         healthy = h.get("status") == 200 and pstate == "running"
         body = h.get("body") if isinstance(h.get("body"), dict) else None
         if n.role == "controller":
-            return NodeView(n.name, n.node_id, n.role, n.bootstrap, pid, pstate, healthy, body)
+            leader = healthy and body is not None and body.get("active") is True
+            return NodeView(n.name, n.node_id, n.role, n.bootstrap, pid, pstate, healthy, body, leader)
         reg = image.cluster.brokers.get(n.node_id) if image is not None else None
         online = 0
         if reg is not None:
@@ -150,7 +163,7 @@ def build_view(
             dirs=len(n.log_dirs),
         )
 
-    controller = next(n for n in nodes if n.role == "controller")
+    controllers = tuple(node_view(n) for n in nodes if n.role == "controller")
     brokers = [n for n in nodes if n.role == "broker"]
     dirs: list[DirView] = []
     for n in brokers:
@@ -207,10 +220,11 @@ def build_view(
         work_dir=work_dir,
         cluster_id=cluster_id,
         mode=mode,
-        controller=node_view(controller),
+        controller=next((c for c in controllers if c.leader), controllers[0]),
         brokers=tuple(node_view(b) for b in brokers),
         dirs=tuple(dirs),
         partitions=tuple(partitions),
         metadata_offset=offset,
         notes=notes,
+        controllers=controllers,
     )
