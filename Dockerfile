@@ -1,7 +1,7 @@
 # kraftpy image: one image for the controller, the brokers and the admin CLI.
 #   docker build -t kraftpy:local .
 #   docker run --rm kraftpy:local kraftpy --help
-# docker-compose.yml runs a cluster from it (1 controller, 3 brokers with 3 log dirs each).
+# docker-compose.yml runs a cluster from it (3 controllers, 3 brokers with 3 log dirs each).
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 

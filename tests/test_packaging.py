@@ -17,6 +17,7 @@ from tests.conftest import REPO, require_real
 COMPOSE = REPO / "docker-compose.yml"
 DOCKER = REPO / "docker"
 BROKERS = ("broker-1", "broker-2", "broker-3")
+CONTROLLERS = ("controller-3000", "controller-3001", "controller-3002")
 # Debian's docker-compose is a Python program; the interpreter it runs on has PyYAML.
 SYSTEM_PYTHON = "/usr/bin/python3"
 
@@ -99,24 +100,19 @@ def test_dockerfile_runs_unprivileged_with_a_health_check() -> None:
 
 def test_topology(compose_config: dict) -> None:
     services = compose_config["services"]
-    assert set(services) == {"format", "controller", *BROKERS}
-    assert services["controller"]["command"] == [
-        "kraftpy-controller",
-        "-c",
-        "/etc/kraftpy/controller.properties",
-    ]
-    assert services["controller"]["depends_on"] == {"format": {"condition": "service_completed_successfully"}}
+    assert set(services) == {"format", *CONTROLLERS, *BROKERS}
+    for c in CONTROLLERS:
+        assert services[c]["command"] == ["kraftpy-controller", "-c", f"/etc/kraftpy/{c}.properties"]
+        assert services[c]["depends_on"] == {"format": {"condition": "service_completed_successfully"}}
+        assert "healthcheck" not in services[c] or not services[c]["healthcheck"].get("disable")
     for b in BROKERS:
         s = services[b]
         assert s["command"] == ["kraftpy-broker", "-c", f"/etc/kraftpy/{b}.properties"]
         assert s["depends_on"] == {
             "format": {"condition": "service_completed_successfully"},
-            "controller": {"condition": "service_healthy"},
+            **{c: {"condition": "service_healthy"} for c in CONTROLLERS},
         }
         assert s["ports"], f"{b} publishes no port"
-    assert "healthcheck" not in services["controller"] or not services["controller"]["healthcheck"].get(
-        "disable"
-    )
 
 
 def _mounts(service: dict) -> dict[str, str]:
@@ -137,7 +133,7 @@ def test_every_dir_of_every_node_is_its_own_volume_and_formatted(compose_config:
     services = compose_config["services"]
     format_mounts = _mounts(services["format"])
     seen_volumes: set[str] = set()
-    for node in ("controller", *BROKERS):
+    for node in (*CONTROLLERS, *BROKERS):
         config = properties(f"{node}.properties")
         dirs = {*config["log.dirs"].split(","), config["metadata.log.dir"]}
         mounts = _mounts(services[node])
@@ -145,7 +141,7 @@ def test_every_dir_of_every_node_is_its_own_volume_and_formatted(compose_config:
         assert all(format_mounts[d] == mounts[d] for d in dirs), f"format step misses a dir of {node}"
         assert not seen_volumes & set(mounts.values()), "a volume is shared between nodes"
         seen_volumes |= set(mounts.values())
-        if node != "controller":
+        if node not in CONTROLLERS:
             assert len(config["log.dirs"].split(",")) == 3
             assert config["metadata.log.dir"] not in config["log.dirs"].split(",")
     assert seen_volumes == set(compose_config["volumes"])
@@ -153,11 +149,15 @@ def test_every_dir_of_every_node_is_its_own_volume_and_formatted(compose_config:
 
 
 def test_node_configs_agree_with_the_services() -> None:
-    controller = properties("controller.properties")
-    voters = f"{controller['node.id']}@controller:9093"
-    assert controller["process.roles"] == "controller"
-    assert controller["controller.quorum.voters"] == voters
-    ids = {controller["node.id"]}
+    ids = set()
+    voters = ",".join(f"{c.removeprefix('controller-')}@{c}:9093" for c in CONTROLLERS)
+    for c in CONTROLLERS:
+        controller = properties(f"{c}.properties")
+        assert controller["process.roles"] == "controller"
+        assert controller["node.id"] == c.removeprefix("controller-")
+        assert controller["controller.quorum.voters"] == voters
+        assert controller["advertised.listeners"] == f"CONTROLLER://{c}:9093"
+        ids.add(controller["node.id"])
     for b in BROKERS:
         config = properties(f"{b}.properties")
         assert config["process.roles"] == "broker"
@@ -166,7 +166,7 @@ def test_node_configs_agree_with_the_services() -> None:
         assert config["listeners"] == "PLAINTEXT://0.0.0.0:9092"
         assert config["advertised.listeners"] == f"PLAINTEXT://{b}:9092"
         ids.add(config["node.id"])
-    assert len(ids) == 4
+    assert len(ids) == 6
 
 
 def _load_healthcheck() -> ModuleType:
@@ -184,7 +184,7 @@ def test_healthcheck_finds_the_listener_port() -> None:
     )
     assert hc.config_path(["kraftpy-controller", "--config=/x.properties"]) == "/x.properties"
     assert hc.config_path(["kraftpy", "--help"]) is None
-    assert hc.listener_port((DOCKER / "controller.properties").read_text()) == 9093
+    assert hc.listener_port((DOCKER / "controller-3001.properties").read_text()) == 9093
     assert hc.listener_port((DOCKER / "broker-2.properties").read_text()) == 9092
     assert hc.listener_port("# listeners=X://0.0.0.0:1\n") is None
 
