@@ -445,6 +445,13 @@ class KafkaConfig(BaseModel):
             raise ConfigError(
                 f"{src}: node.id {self.node_id} has the controller role but is not in controller.quorum.voters"
             )
+        # Kafka's own check: a broker-only node with a voter's id would fetch the metadata log as that
+        # voter, and the leader would count its fetches toward the quorum.
+        if self.is_broker and not self.is_controller and self.node_id in voter_ids:
+            raise ConfigError(
+                f"{src}: node.id {self.node_id} has only the broker role but is in controller.quorum.voters "
+                f"({','.join(self.controller_quorum_voters)}); brokers and controllers need distinct ids"
+            )
 
 
 def load_config(path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:

@@ -38,7 +38,8 @@ def decode(body: bytes, encoding: Encoding) -> Any:
     try:
         if encoding == "msgpack":
             return msgpack.unpackb(body, raw=False, strict_map_key=True)
-        obj = json.loads(body)
+        # Strict UTF-8 first: json.loads(bytes) would let raw surrogate bytes through (surrogatepass).
+        obj = json.loads(body.decode("utf-8"))
     except Exception as e:  # msgpack raises several unrelated types for bad input
         raise KafkaError(
             Errors.INVALID_REQUEST, f"body is not valid {encoding}: {type(e).__name__}: {e}"

@@ -15,10 +15,11 @@ and may install a health hook reporting readiness. Failures reach the caller as 
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
 import structlog
@@ -27,6 +28,7 @@ from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     ProcessCollector,
     generate_latest,
@@ -49,6 +51,11 @@ REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
 HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
 
+LOOP_LAG_INTERVAL_S = 0.02
+"""How often the loop-lag probe wakes: a stall shows as a wake-up that much later than asked."""
+LOOP_STALL_WARN_S = 0.1
+"""A stall this long is logged: requests, heartbeats and fetches all waited that long."""
+
 DEFAULT_MAX_BODY = 104857600
 """Kafka's socket.request.max.bytes default: the largest request body a process accepts."""
 
@@ -69,6 +76,17 @@ class _RpcMetrics:
             ["api"],
             registry=registry,
             buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.loop_lag = Histogram(
+            "kraftpy_event_loop_lag_seconds",
+            "How late the event loop ran a timer: the time it spent on something that did not yield",
+            registry=registry,
+            buckets=(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.loop_lag_max = Gauge(
+            "kraftpy_event_loop_lag_max_seconds",
+            "The longest event-loop stall since the process started",
+            registry=registry,
         )
 
 
@@ -97,10 +115,36 @@ def create_app(
     app[HEALTH_HOOK] = [health]
     for name, handler in (handlers or {}).items():
         add_handler(app, name, handler)
+    app.cleanup_ctx.append(_loop_lag_probe)
     app.router.add_post("/rpc/{api}", _rpc)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/metrics", _metrics)
     return app
+
+
+async def _loop_lag_probe(app: web.Application) -> AsyncIterator[None]:
+    """Runs while the app serves: sleeps LOOP_LAG_INTERVAL_S and records how much later it woke."""
+    metrics: _RpcMetrics = app[METRICS]
+
+    async def probe() -> None:
+        worst = 0.0
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(LOOP_LAG_INTERVAL_S)
+            lag = max(0.0, time.perf_counter() - asked - LOOP_LAG_INTERVAL_S)
+            metrics.loop_lag.observe(lag)
+            if lag >= LOOP_STALL_WARN_S:
+                log.warning("event loop stalled", stalled_ms=round(lag * 1000))
+            if lag > worst:
+                worst = lag
+                metrics.loop_lag_max.set(lag)
+
+    task = asyncio.get_running_loop().create_task(probe(), name="loop-lag-probe")
+    try:
+        yield
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 def add_handler(app: web.Application, api: str, handler: Handler) -> None:

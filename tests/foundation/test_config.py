@@ -154,6 +154,12 @@ def test_require_kraft(tmp_path: Path) -> None:
         cfg.require_kraft()
 
 
+def test_a_broker_may_not_take_a_voters_id(tmp_path: Path) -> None:
+    cfg = load_config(_write(tmp_path, BASE.replace("process.roles=broker,controller", "process.roles=broker")))
+    with pytest.raises(ConfigError, match=r"only the broker role but is in controller\.quorum\.voters"):
+        cfg.require_kraft()
+
+
 def test_overrides_win(tmp_path: Path) -> None:
     cfg = load_config(_write(tmp_path, BASE), {"node.id": "2"})
     assert cfg.node_id == 2
