@@ -138,6 +138,23 @@ class RpcMessage(BaseModel):
     def _defaults(cls) -> dict[str, tuple[Callable[[], Any] | None, Any]]:
         return {name: (info.default_factory, info.default) for name, info in cls.model_fields.items()}  # type: ignore[misc]
 
+    @classmethod
+    @cache
+    def _wire_plan(cls, version: int) -> tuple[tuple[str, bool, bool, bool, bool, Any], ...]:
+        """Per field, for `version`: (name, present, nullable, tagged, ignorable, default to compare
+        with). Computed once per class and version: encoding a large answer asks it per struct."""
+        return tuple(
+            (
+                name,
+                version in fv.versions,
+                version in fv.nullable,
+                version in fv.tagged,
+                fv.ignorable,
+                cls.field_default(name),
+            )
+            for name, fv in cls.field_versions().items()
+        )
+
     # ---- encoding -------------------------------------------------------------------------------
 
     def to_wire(self, version: int, encoding: Encoding = "json") -> dict[str, Any]:
@@ -145,25 +162,23 @@ class RpcMessage(BaseModel):
         return self._to_wire(version, encoding, type(self).__name__)
 
     def _to_wire(self, version: int, encoding: Encoding, path: str) -> dict[str, Any]:
-        cls = type(self)
         out: dict[str, Any] = {}
-        for name, fv in cls.field_versions().items():
+        for name, present, nullable, tagged, ignorable, default in type(self)._wire_plan(version):
             value = getattr(self, name)
-            default = cls.field_default(name)
-            if version not in fv.versions:
-                if value != default and not fv.ignorable:
+            if not present:
+                if not ignorable and value != default:
                     raise KafkaError(
                         Errors.UNSUPPORTED_VERSION,
                         f"Attempted to write a non-default {path}.{name} at version {version}",
                     )
                 continue
-            if value is None and version not in fv.nullable:
+            if value is None and not nullable:
                 raise KafkaError(
                     Errors.UNSUPPORTED_VERSION, f"{path}.{name} is not nullable at version {version}"
                 )
-            if version in fv.tagged and value == default:
+            if tagged and value == default:
                 continue
-            out[name] = _dump(value, version, encoding, f"{path}.{name}")
+            out[name] = _dump(value, version, encoding, path, name)
         return out
 
     def to_json_dict(self, version: int | None = None) -> dict[str, Any]:
@@ -189,42 +204,48 @@ class RpcMessage(BaseModel):
     def _check_version(self, version: int, path: str) -> None:
         cls = type(self)
         present = self.model_fields_set
-        for name, fv in cls.field_versions().items():
+        for name, in_version, nullable, tagged, ignorable, default in cls._wire_plan(version):
             value = getattr(self, name)
-            if version in fv.versions:
-                if name not in present and version not in fv.tagged:
+            if in_version:
+                if not tagged and name not in present:
                     raise _invalid(
                         f"{path}: unable to locate field '{name}', which is mandatory in version {version}"
                     )
-                if value is None and version not in fv.nullable:
+                if value is None and not nullable:
                     raise _invalid(f"{path}.{name}: null is not allowed at version {version}")
-                _check_nested(value, version, f"{path}.{name}")
-            elif name in present:
-                default = cls.field_default(name)
-                if value != default:
-                    if not fv.ignorable:
-                        raise _invalid(
-                            f"{path}.{name} does not exist in version {version} and carries a non-default value"
-                        )
-                    # Kafka drops ignorable fields a version lacks; do the same so handlers never see them.
-                    setattr(self, name, default)
-                    self.model_fields_set.discard(name)
+                if isinstance(value, RpcMessage | list):
+                    _check_nested(value, version, path, name)
+            elif name in present and value != default:
+                if not ignorable:
+                    raise _invalid(
+                        f"{path}.{name} does not exist in version {version} and carries a non-default value"
+                    )
+                # Kafka drops ignorable fields a version lacks; do the same so handlers never see them.
+                setattr(self, name, cls.field_default(name))
+                self.model_fields_set.discard(name)
 
 
-def _dump(value: Any, version: int, encoding: Encoding, path: str) -> Any:
+def _dump(value: Any, version: int, encoding: Encoding, path: str, name: str) -> Any:
+    """`value` as the wire holds it; `path` and `name` say where, joined only for an error message."""
     if isinstance(value, RpcMessage):
-        return value._to_wire(version, encoding, path)
+        return value._to_wire(version, encoding, f"{path}.{name}")
     if isinstance(value, Uuid):
         return value.bytes if encoding == "msgpack" else str(value)
     if isinstance(value, list):
-        return [_dump(v, version, encoding, f"{path}[{i}]") for i, v in enumerate(value)]
+        # Lists of plain values (replica ids, names) go as they are; structs and Uuids one by one.
+        if not value or type(value[0]) in (int, str, bool):
+            return (
+                value
+                if all(type(v) is type(value[0]) for v in value)
+                else [_dump(v, version, encoding, path, name) for v in value]
+            )
+        return [_dump(v, version, encoding, path, name) for v in value]
     return value
 
 
-def _check_nested(value: Any, version: int, path: str) -> None:
+def _check_nested(value: Any, version: int, path: str, name: str) -> None:
     if isinstance(value, RpcMessage):
-        value._check_version(version, path)
-    elif isinstance(value, list):
+        value._check_version(version, f"{path}.{name}")
+    elif value and isinstance(value[0], RpcMessage):
         for i, v in enumerate(value):
-            if isinstance(v, RpcMessage):
-                v._check_version(version, f"{path}[{i}]")
+            v._check_version(version, f"{path}.{name}[{i}]")
