@@ -44,9 +44,10 @@ def controller_stats(
     core: QuorumControllerCore | None,
     raft: RaftClient | None,
     queue: ControllerEventQueue | None,
+    metadata_errors: int = 0,
 ) -> ControllerStats:
     if core is None or raft is None:
-        return ControllerStats()
+        return ControllerStats(metadata_errors=metadata_errors)
     cluster, replication = core.m.cluster, core.m.replication
     fenced = core.fenced_broker_count()
     return ControllerStats(
@@ -67,4 +68,5 @@ def controller_stats(
         log_start_offset=raft.log_start_offset,
         latest_snapshot_offset=raft.latest_snapshot_end_offset,
         event_queue_size=queue.size() if queue is not None else 0,
+        metadata_errors=metadata_errors,
     )

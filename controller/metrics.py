@@ -37,6 +37,7 @@ class ControllerStats:
     raft_leader: int = -1
     raft_epoch: int = 0
     raft_election_ms: float = 0.0
+    metadata_errors: int = 0
 
 
 _GAUGES: tuple[tuple[str, str, str], ...] = (
@@ -46,6 +47,11 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
     ("global_topic_count", "GlobalTopicCount", "topics"),
     ("global_partition_count", "GlobalPartitionCount", "partitions"),
     ("offline_partitions_count", "OfflinePartitionsCount: partitions without a leader", "offline_partitions"),
+    (
+        "metadata_error_count",
+        "MetadataErrorCount: damage found loading the metadata log (a whole last batch failing its CRC)",
+        "metadata_errors",
+    ),
     (
         "log_end_offset",
         "Next offset the metadata log will write (LastAppliedRecordOffset + 1)",

@@ -120,10 +120,22 @@ class RaftLogStore:
             self._dirty = False
 
     def persist(self, ready: Ready) -> None:
-        """Write a Ready in the order ready.py gives: the log, then quorum-state (synced at once).
+        """Write a Ready: quorum-state (synced at once), then the log.
         The log writes are durable after `flush()`; nothing of the Ready may leave before it."""
         mlog = self.log
         wrote = False
+        # quorum-state first: no batch of an epoch may reach the log before that epoch is on disk, so
+        # opening the log can refuse a batch whose epoch (outside the CRC) is newer than quorum-state.
+        if ready.quorum_state is not None:
+            state = ready.quorum_state
+            mlog.write_quorum_state(
+                QuorumStateData(
+                    leader_id=state.leader_id,
+                    leader_epoch=state.leader_epoch,
+                    voted_id=state.voted_id,
+                    current_voters=tuple(sorted(state.voters)),
+                )
+            )
         if ready.install_snapshot is not None:
             sid = ready.install_snapshot.snapshot_id
             mlog.install_snapshot(FileSnapshotId(sid.EndOffset, sid.Epoch), ready.install_snapshot.state)
@@ -140,13 +152,3 @@ class RaftLogStore:
         if ready.local_snapshot is not None:
             mlog.maybe_clean()
         self._dirty = self._dirty or wrote
-        if ready.quorum_state is not None:
-            state = ready.quorum_state
-            mlog.write_quorum_state(
-                QuorumStateData(
-                    leader_id=state.leader_id,
-                    leader_epoch=state.leader_epoch,
-                    voted_id=state.voted_id,
-                    current_voters=tuple(sorted(state.voters)),
-                )
-            )

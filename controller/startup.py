@@ -82,8 +82,12 @@ def log_loaded(loaded: LoadedMetadata) -> None:
     mlog = loaded.log
     if not mlog.recovery.clean:
         torn = mlog.recovery.torn_tail
-        log.warning(
-            "metadata log had a torn tail; cut back to the last whole batch",
+        damaged = mlog.recovery.damaged_tail
+        (log.error if damaged else log.warning)(
+            "metadata log's last batch was whole but failed its CRC; cut, with any records it held "
+            "(see MetadataErrorCount)"
+            if damaged
+            else "metadata log had a torn tail; cut back to the last whole batch",
             truncated_bytes=mlog.recovery.truncated_bytes,
             reason=getattr(torn, "reason", None),
         )

@@ -115,6 +115,12 @@ class RecoveryReport:
     def clean(self) -> bool:
         return self.torn_tail is None
 
+    @property
+    def damaged_tail(self) -> bool:
+        """The cut batch was whole but failed its CRC: damage, not a write cut short by a crash, and
+        its records may have been acknowledged (a torn write leaves a batch shorter than its length)."""
+        return self.torn_tail is not None and "CRC-32C mismatch" in self.torn_tail.reason
+
 
 class MetadataLog:
     """Use `MetadataLog.open(path)`; `path` is the metadata.log.dir or its `__cluster_metadata-0`."""
@@ -194,9 +200,21 @@ class MetadataLog:
         scanned: list[EpochEntry] = []
         batches = 0
 
-        def on_batch(_pos: int, h: BatchHeader) -> None:
+        def on_batch(pos: int, h: BatchHeader) -> None:
             nonlocal batches
             batches += 1
+            # PartitionLeaderEpoch sits outside the CRC: a damaged one would pass every other check
+            # and move the epoch history. In a Raft log epochs never go back.
+            if scanned and h.partition_leader_epoch < scanned[-1].epoch:
+                previous = scanned[-1]
+                raise CorruptLogError(
+                    self._segment_path(bases, h.base_offset),
+                    pos,
+                    f"the batch at offset {h.base_offset} has partition leader epoch "
+                    f"{h.partition_leader_epoch}, after epoch {previous.epoch} began at offset "
+                    f"{previous.start_offset}: epochs never go back in a Raft log, so one of them is "
+                    "damaged (the field is not covered by the CRC)",
+                )
             if not scanned or h.partition_leader_epoch > scanned[-1].epoch:
                 scanned.append(EpochEntry(h.partition_leader_epoch, h.base_offset))
 
@@ -216,6 +234,7 @@ class MetadataLog:
             self._segments.add(seg)
         if torn is not None:
             self._handle_torn_tail(torn)
+        self._check_epochs_against_quorum_state(scanned)
 
         first = self._segments[0]
         self._log_start = first.base_offset
@@ -266,6 +285,30 @@ class MetadataLog:
             removed_files=len(removed),
         )
 
+    def _segment_path(self, bases: Sequence[int], offset: int) -> Path:
+        base = max((b for b in bases if b <= offset), default=bases[0] if bases else 0)
+        return self.dir / f"{base:020d}.log"
+
+    def _check_epochs_against_quorum_state(self, scanned: Sequence[EpochEntry]) -> None:
+        """No batch may carry an epoch newer than the one this voter last knew: that epoch was
+        persisted before any batch of it was written or accepted."""
+        if not scanned:
+            return
+        try:
+            state = self.read_quorum_state()
+        except LogError:
+            return  # a damaged quorum-state is the Raft client's to report
+        if state is None or scanned[-1].epoch <= state.leader_epoch:
+            return
+        bad = scanned[-1]
+        raise CorruptLogError(
+            self._segment_path([s.base_offset for s in self._segments], bad.start_offset),
+            0,
+            f"the batch at offset {bad.start_offset} has partition leader epoch {bad.epoch}, newer than "
+            f"the epoch {state.leader_epoch} in quorum-state: its PartitionLeaderEpoch (outside the CRC) "
+            "is damaged",
+        )
+
     def _handle_torn_tail(self, torn: TornTail) -> None:
         """The segment has cut the tail (or, read-only, left it); make the cut durable and say so."""
         seg = self._segments.active
@@ -279,8 +322,11 @@ class MetadataLog:
             )
             return
         seg.flush()
-        log.warning(
-            "metadata log recovery cut a torn batch from the tail",
+        damaged = "CRC-32C mismatch" in torn.reason
+        (log.error if damaged else log.warning)(
+            "metadata log recovery cut a damaged whole batch from the tail; records it held may have been acknowledged"
+            if damaged
+            else "metadata log recovery cut a torn batch from the tail",
             file=str(torn.path),
             position=torn.position,
             truncated_bytes=torn.bytes_removed,

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from kraftpy.metalog import CorruptLogError, MetadataLog, MetadataLogConfig
+from kraftpy.metalog import CorruptLogError, MetadataLog, MetadataLogConfig, QuorumStateData
 from kraftpy.metalog.files import PARTITION_DIR
 from protocol.record_batch import iter_batch_positions
 from tests.metalog.helpers import copy_sample, noops
@@ -129,3 +129,68 @@ def test_damaged_length_in_the_middle_of_the_last_segment_is_not_taken_for_a_tor
         MetadataLog.open(root)
     assert err.value.position == pos
     assert seg.read_bytes() == bytes(data)
+
+
+def _set_leader_epoch(seg: Path, position: int, epoch: int) -> None:
+    """Overwrite PartitionLeaderEpoch (bytes 12-15 of the header, outside the CRC) of one batch."""
+    data = bytearray(seg.read_bytes())
+    data[position + 12 : position + 16] = epoch.to_bytes(4, "big", signed=True)
+    seg.write_bytes(bytes(data))
+
+
+def _three_epochs(tmp_path: Path) -> Path:
+    with MetadataLog.open(tmp_path) as log:
+        for epoch in (1, 1, 2, 2, 3):
+            log.append(noops(2), epoch)
+        log.flush()
+    return tmp_path / PARTITION_DIR / SEGMENT
+
+
+def test_a_damaged_leader_epoch_in_the_middle_is_refused_naming_the_spot(tmp_path: Path) -> None:
+    seg = _three_epochs(tmp_path)
+    before = seg.read_bytes()
+    positions = batch_positions(before)
+    _set_leader_epoch(seg, positions[1][0], 999)
+    with pytest.raises(CorruptLogError) as e:
+        MetadataLog.open(tmp_path)
+    assert e.value.path == seg and "epochs never go back" in str(e.value)
+    assert "not covered by the CRC" in str(e.value)
+    # Refused, not repaired: the file is as it was.
+    assert len(seg.read_bytes()) == len(before)
+
+
+def test_a_last_batch_with_an_epoch_newer_than_quorum_state_is_refused(tmp_path: Path) -> None:
+    seg = _three_epochs(tmp_path)
+    with MetadataLog.open(tmp_path) as log:
+        log.write_quorum_state(QuorumStateData(leader_id=1, leader_epoch=3, voted_id=-1, current_voters=(1,)))
+    last = batch_positions(seg.read_bytes())[-1][0]
+    _set_leader_epoch(seg, last, 999)
+    with pytest.raises(CorruptLogError) as e:
+        MetadataLog.open(tmp_path)
+    assert "newer than the epoch 3 in quorum-state" in str(e.value)
+    # The same log without the damage opens.
+    _set_leader_epoch(seg, last, 3)
+    with MetadataLog.open(tmp_path) as log:
+        assert log.latest_epoch == 3
+
+
+def test_a_whole_last_batch_failing_its_crc_is_cut_loudly(tmp_path: Path) -> None:
+    seg = _three_epochs(tmp_path)
+    data = bytearray(seg.read_bytes())
+    last_pos, last_size, last_base = batch_positions(bytes(data))[-1]
+    data[last_pos + last_size - 1] ^= 0x01  # one bit in the last record: the batch is whole
+    seg.write_bytes(bytes(data))
+    with capture_logs() as logs, MetadataLog.open(tmp_path) as log:
+        assert log.recovery.damaged_tail and log.log_end_offset == last_base
+    errors = [e for e in logs if e["log_level"] == "error"]
+    assert errors and "may have been acknowledged" in errors[0]["event"]
+
+
+def test_a_batch_cut_short_is_a_torn_write_not_damage(tmp_path: Path) -> None:
+    seg = _three_epochs(tmp_path)
+    data = seg.read_bytes()
+    last_pos, last_size, _ = batch_positions(data)[-1]
+    seg.write_bytes(data[: last_pos + last_size - 3])
+    with capture_logs() as logs, MetadataLog.open(tmp_path) as log:
+        assert not log.recovery.clean and not log.recovery.damaged_tail
+    assert not [e for e in logs if e["log_level"] == "error"]
