@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tools.cli.errors import UserError
 from tools.client.cli_support import run
@@ -154,34 +155,38 @@ async def describe_quorum(addresses: Sequence[tuple[str, int]], timeout: float =
     from protocol.transport.client import NO_RETRIES, RpcClient
 
     problems: list[str] = []
-    for host, port in addresses:
-        where = f"{host}:{port}"
+
+    async def ask(where: str, api: str, request: Any, version: int) -> Any | None:
+        """The answer, or None with the problem noted (no answer, or an error code)."""
         try:
             async with RpcClient(f"http://{where}", timeout=timeout, retry=NO_RETRIES) as client:
-                cluster = await client.call(
-                    "DescribeCluster",
-                    DescribeClusterRequest(EndpointType=ENDPOINT_TYPE_CONTROLLER),
-                    DESCRIBE_CLUSTER_VERSION,
-                )
+                answer = await client.call(api, request, version)
         except KafkaError as e:
-            problems.append(f"{where}: {e.message or e.code.name}")
-            continue
-        if cluster.ErrorCode != 0:
-            problems.append(f"{where}: {Errors(cluster.ErrorCode).name}")
+            problems.append(f"{api} to {where}: {e.message or e.code.name}")
+            return None
+        if answer.ErrorCode != 0:
+            problems.append(f"{api} to {where}: {Errors(answer.ErrorCode).name}")
+            return None
+        return answer
+
+    for host, port in addresses:
+        where = f"{host}:{port}"
+        cluster = await ask(
+            where,
+            "DescribeCluster",
+            DescribeClusterRequest(EndpointType=ENDPOINT_TYPE_CONTROLLER),
+            DESCRIBE_CLUSTER_VERSION,
+        )
+        if cluster is None:
             continue
         leader = next((c for c in cluster.Brokers if c.BrokerId == cluster.ControllerId), None)
         if leader is None:
             problems.append(f"{where}: no leader known yet (an election may be under way)")
             continue
-        leader_at = f"{leader.Host}:{leader.Port}"
-        try:
-            async with RpcClient(f"http://{leader_at}", timeout=timeout, retry=NO_RETRIES) as client:
-                quorum = await client.call("DescribeQuorum", DescribeQuorumRequest(), DESCRIBE_QUORUM_VERSION)
-        except KafkaError as e:
-            problems.append(f"leader {leader.BrokerId} at {leader_at}: {e.message or e.code.name}")
-            continue
-        if quorum.ErrorCode != 0:
-            problems.append(f"{leader_at}: {Errors(quorum.ErrorCode).name} (leader hint {quorum.LeaderId})")
+        quorum = await ask(
+            f"{leader.Host}:{leader.Port}", "DescribeQuorum", DescribeQuorumRequest(), DESCRIBE_QUORUM_VERSION
+        )
+        if quorum is None:
             continue
         return QuorumInfo(
             cluster_id=cluster.ClusterId,

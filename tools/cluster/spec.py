@@ -232,8 +232,7 @@ def plan_nodes(
                 role="controller",
                 host=host,
                 port=port,
-                config=str(work_dir / "config" / f"{name}.properties"),
-                log=str(work_dir / "logs" / f"{name}.log"),
+                **_node_files(work_dir, name),
                 metadata_dir=str(work_dir / name / "meta"),
                 netns=ns,
                 host_index=c + 1,
@@ -271,8 +270,7 @@ def plan_nodes(
                 role="broker",
                 host=host,
                 port=port,
-                config=str(work_dir / "config" / f"{name}.properties"),
-                log=str(work_dir / "logs" / f"{name}.log"),
+                **_node_files(work_dir, name),
                 metadata_dir=meta_disk.path if meta_disk else str(base / "meta"),
                 log_dirs=tuple(dirs),
                 netns=ns,
@@ -281,6 +279,14 @@ def plan_nodes(
             )
         )
     return nodes
+
+
+def _node_files(work_dir: Path, name: str) -> dict[str, str]:
+    """Where a node's generated config and its log go."""
+    return {
+        "config": str(work_dir / "config" / f"{name}.properties"),
+        "log": str(work_dir / "logs" / f"{name}.log"),
+    }
 
 
 def client_netns(prefix: str, spec: ClusterSpec) -> str:
