@@ -16,6 +16,7 @@ from broker.log_dir_failure import LogDirFailureChannel
 from broker.partition_dirs import delete_partition_dir, scan
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogDirOfflineError
+from broker.storage.errors import LogDirResourceError
 from broker.storage.log_dir import LogDir
 from broker.tasks import BrokerTasks
 from protocol.uuid import Uuid
@@ -66,7 +67,8 @@ def start_probes(dirs: list[LogDir], interval_ms: int, tasks: BrokerTasks) -> No
     async def probe(ld: LogDir) -> None:
         while ld.online:
             await asyncio.sleep(interval)
-            with contextlib.suppress(LogDirOfflineError):
+            # Out of descriptors is logged by the dir and is no reason to stop probing it.
+            with contextlib.suppress(LogDirOfflineError, LogDirResourceError):
                 await ld.run(ld.probe, timeout=timeout)
 
     for ld in dirs:

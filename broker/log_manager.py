@@ -39,6 +39,7 @@ from broker.hosted_log import HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
+from broker.storage.errors import LogDirResourceError
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
@@ -210,6 +211,8 @@ class LogManager:
             return await ld.run(fn, *args)
         except LogDirOfflineError:
             return None  # the failure path has taken the dir and its replicas offline
+        except LogDirResourceError:
+            return None  # logged by the dir; the next metadata change tries again
 
     async def _execute(self, plan: Plan) -> None:
         for found in plan.strays:

@@ -19,6 +19,7 @@ from broker.storage import (
     OffsetCheckpointFile,
 )
 from broker.storage.dir_names import TopicPartition
+from broker.storage.errors import LogDirResourceError
 from kraftpy.image import TopicIdPartition
 from protocol.uuid import Uuid
 
@@ -40,7 +41,7 @@ class HighWatermarkCheckpoints:
             ckpt = OffsetCheckpointFile(Path(d.path) / REPLICATION_OFFSET_CHECKPOINT)
             try:
                 found = await d.log_dir.run(_read_if_present, ckpt)
-            except (LogDirOfflineError, CorruptCheckpointError) as e:
+            except (LogDirOfflineError, LogDirResourceError, CorruptCheckpointError) as e:
                 log.warning("high watermark checkpoint unreadable", path=d.path, error=str(e))
                 continue
             for tp, hw in found.items():
@@ -59,8 +60,8 @@ class HighWatermarkCheckpoints:
             ckpt = OffsetCheckpointFile(Path(d.path) / REPLICATION_OFFSET_CHECKPOINT)
             try:
                 await d.log_dir.run(ckpt.write, hws)
-            except LogDirOfflineError:
-                continue
+            except (LogDirOfflineError, LogDirResourceError):
+                continue  # offline: nothing to keep; out of descriptors: the next round writes it
 
 
 def _read_if_present(ckpt: OffsetCheckpointFile) -> dict[TopicPartition, int]:

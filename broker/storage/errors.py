@@ -22,6 +22,20 @@ class LogDirOfflineError(KafkaError):
         )
 
 
+class LogDirResourceError(KafkaError):
+    """The process ran out of file descriptors (EMFILE, ENFILE) while working in a dir. The disk is
+    fine, so the dir stays online: the request fails with a retriable KAFKA_STORAGE_ERROR, and the
+    operator is told to raise the open-file limit."""
+
+    def __init__(self, path: str | Path, exc: OSError) -> None:
+        self.path = str(path)
+        super().__init__(
+            Errors.KAFKA_STORAGE_ERROR,
+            f"out of file descriptors working in log dir {path} ({exc.strerror or exc}); the dir stays "
+            "online: raise the open-file limit (ulimit -n, LimitNOFILE)",
+        )
+
+
 class InconsistentTopicIdError(KafkaError):
     """partition.metadata names another topic id than the one the partition was opened for."""
 

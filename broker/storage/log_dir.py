@@ -8,7 +8,9 @@ The first OSError (EIO, ENOSPC, EROFS...) or timeout marks the dir offline and c
 `on_failure(log_dir, exc)` exactly once, as Kafka's LogDirFailureChannel.maybeAddOfflineLogDir does.
 From then on nothing more is submitted: every call, including those already queued behind the
 failing one, raises LogDirOfflineError (KAFKA_STORAGE_ERROR for clients). Other exceptions (bad
-input, a corrupt file) propagate unchanged and leave the dir online.
+input, a corrupt file) propagate unchanged and leave the dir online. Running out of file descriptors
+(EMFILE, ENFILE) is the process's limit, not the disk's: it raises LogDirResourceError and the dir
+stays online (Kafka takes the dir offline).
 
 A timeout abandons the future, not the thread. A thread blocked in a syscall on a dead disk sits in
 uninterruptible sleep: Python cannot kill it, and waiting would block the caller just the same. The
@@ -26,6 +28,7 @@ stops on a disk error instead of failing a dir.
 from __future__ import annotations
 
 import asyncio
+import errno
 import math
 import os
 from collections.abc import Callable
@@ -36,9 +39,12 @@ from typing import NamedTuple, TypeVar, TypeVarTuple
 import structlog
 
 from broker.storage.dir_names import METADATA_TOPIC, PartitionDirName, parse_partition_dir_name
-from broker.storage.errors import LogDirOfflineError
+from broker.storage.errors import LogDirOfflineError, LogDirResourceError
 from kraftpy.storage.atomic import fsync_dir
 from protocol.uuid import Uuid
+
+# The process's limits, not the disk's: a dir that hits them is not failed.
+RESOURCE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE})
 
 log = structlog.get_logger("broker.storage")
 
@@ -118,6 +124,9 @@ class LogDir:
             # Cancelled in the queue because the dir failed under an earlier call.
             raise LogDirOfflineError(self.path, str(self.failure) if self.failure else "closed")
         exc = fut.exception()
+        if isinstance(exc, OSError) and exc.errno in RESOURCE_ERRNOS:
+            log.error("out of file descriptors", path=str(self.path), error=repr(exc))
+            raise LogDirResourceError(self.path, exc) from exc
         if isinstance(exc, OSError):
             self.fail(exc)
             raise LogDirOfflineError(self.path, str(exc)) from exc

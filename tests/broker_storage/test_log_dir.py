@@ -12,6 +12,7 @@ import pytest
 
 from broker.storage import LogDir, LogDirOfflineError, LogDirStallError, PartitionLog
 from broker.storage.dir_names import DirKind, TopicPartition, future_dir_name
+from broker.storage.errors import LogDirResourceError
 from protocol.errors import Errors
 from protocol.uuid import Uuid
 from tests.broker_storage.batches import value_batch
@@ -60,6 +61,21 @@ async def test_oserror_takes_the_dir_offline_once(log_dir: LogDir, failures: Fai
     assert log_dir.fail(OSError(errno.EIO, "again")) is False
     assert len(failures.calls) == 1
     assert failures.calls[0][0] is log_dir and failures.calls[0][1] is e.value.__cause__
+
+
+@pytest.mark.parametrize("code", [errno.EMFILE, errno.ENFILE])
+async def test_running_out_of_descriptors_is_not_a_dir_failure(
+    log_dir: LogDir, failures: Failures, code: int
+) -> None:
+    def emfile() -> None:
+        raise OSError(code, "Too many open files")
+
+    with pytest.raises(LogDirResourceError) as e:
+        await log_dir.run(emfile)
+    assert e.value.code == Errors.KAFKA_STORAGE_ERROR and "open-file limit" in str(e.value)
+    assert not isinstance(e.value, LogDirOfflineError)
+    assert log_dir.online and failures.calls == []
+    assert await log_dir.run(lambda: 7) == 7  # the dir goes on working
 
 
 async def test_concurrent_failures_report_once(log_dir: LogDir, failures: Failures) -> None:
