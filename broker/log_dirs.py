@@ -11,6 +11,8 @@ import asyncio
 import contextlib
 import math
 
+import structlog
+
 from broker.core.local_logs import DuplicateLogError, FoundLog, Inventory, classify
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.partition_dirs import delete_partition_dir, scan
@@ -22,6 +24,8 @@ from broker.tasks import BrokerTasks
 from protocol.uuid import Uuid
 
 PROBE_TIMEOUT_MIN_S = 5.0
+
+log = structlog.get_logger("broker.log_dirs")
 
 
 def open_log_dirs(dirs: BrokerDirs, failures: LogDirFailureChannel) -> tuple[dict[Uuid, LogDir], LogDir]:
@@ -73,3 +77,24 @@ def start_probes(dirs: list[LogDir], interval_ms: int, tasks: BrokerTasks) -> No
 
     for ld in dirs:
         tasks.spawn(probe(ld), f"probe-{ld.dir_id}")
+
+
+DESCRIPTORS_PER_PARTITION = 3  # the active segment's .log, .index and .timeindex
+DESCRIPTOR_RESERVE = 256  # sockets, the metadata log, checkpoints
+
+
+def check_open_file_limit(partitions: int) -> None:
+    """Say at startup when the open-file limit cannot hold every partition found on disk: running out
+    later fails requests (EMFILE) rather than dirs, but the broker cannot serve them."""
+    import resource
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = partitions * DESCRIPTORS_PER_PARTITION + DESCRIPTOR_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        log.error(
+            "open-file limit too low for the partitions on disk",
+            limit=soft,
+            partitions=partitions,
+            needed=need,
+            hint="raise it (ulimit -n, LimitNOFILE) to at least the number needed",
+        )

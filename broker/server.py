@@ -34,7 +34,7 @@ from broker.dataplane import DataPlane
 from broker.dataplane_host import CONTROLLER_TIMEOUT_S, BrokerDataPlaneHost
 from broker.lifecycle_manager import BrokerLifecycleManager, registration_info
 from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
-from broker.log_dirs import open_log_dirs, start_probes, take_inventory
+from broker.log_dirs import check_open_file_limit, open_log_dirs, start_probes, take_inventory
 from broker.log_manager import LogManager
 from broker.metadata_loader import LocalMetadataLog, MetadataLoader
 from broker.metadata_publisher import BrokerMetadataPublisher
@@ -140,6 +140,7 @@ class BrokerServer:
         cfg, dirs = self.cfg, self.dirs
         self.log_dirs, self.metadata_dir = open_log_dirs(dirs, self.failures)
         inventory = await take_inventory(self.log_dirs)
+        check_open_file_limit(len(inventory.partitions))
         delta = await self._open_metadata_log()
 
         online = {d: str(ld.path) for d, ld in self.log_dirs.items() if ld.online}

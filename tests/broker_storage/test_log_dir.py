@@ -150,3 +150,18 @@ async def test_partition_log_through_the_dir(log_dir: LogDir, tmp_path: Path) ->
     data = await log_dir.run(log.read, 0, 1 << 20)
     assert data.next_offset == 3
     await log_dir.run(log.close)
+
+
+def test_startup_says_when_the_open_file_limit_cannot_hold_the_partitions() -> None:
+    import resource
+
+    from structlog.testing import capture_logs
+
+    from broker.log_dirs import check_open_file_limit
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    with capture_logs() as logs:
+        check_open_file_limit(0)
+        check_open_file_limit(soft)  # three descriptors each: more than the limit
+    assert [e["event"] for e in logs] == ["open-file limit too low for the partitions on disk"]
+    assert logs[0]["partitions"] == soft and logs[0]["limit"] == soft
