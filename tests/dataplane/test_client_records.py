@@ -18,7 +18,7 @@ from tools.client.cli_support import producer_overrides
 from tools.client.errors import ClientError
 from tools.client.partitioner import murmur2, partition_for_key
 from tools.client.producer import BatchResult, RecordFuture, _Batch, increment_sequence
-from tools.client.records import ProducerRecord, build_batch, next_offset_after, read_records
+from tools.client.records import ProducerRecord, build_batch, next_offset_after, read_fetched, read_records
 
 
 def test_murmur2_matches_kafka() -> None:
@@ -167,3 +167,45 @@ def test_perf_payloads_are_printable_capitals_of_the_record_size() -> None:
         payload = _letters(size)
         assert len(payload) == size
         assert size == 0 or (payload.isalpha() and payload.isupper())
+
+
+def test_a_corrupt_batch_stops_reading_after_the_good_ones_before_it() -> None:
+    first = _at(build_batch([ProducerRecord(None, b"%d" % i, 10 + i) for i in range(3)]), 10)
+    bad = bytearray(_at(build_batch([ProducerRecord(None, b"bad", 20)]), 13))
+    bad[-1] ^= 0x01  # a flipped bit inside the record: the CRC no longer matches
+    third = _at(build_batch([ProducerRecord(None, b"after", 30)]), 14)
+    got = read_fetched("t", 0, first + bytes(bad) + third, 11)
+    assert [(r.offset, r.value) for r in got.records] == [(11, b"1"), (12, b"2")]
+    assert got.next_offset == 13 and got.corrupt is not None and "offset 13 of t-0" in got.corrupt
+    # A batch cut short at the end of a response is the fetch size limit, not corruption.
+    clean = read_fetched("t", 0, first + third[:-5], 10)
+    assert len(clean.records) == 3 and clean.next_offset == 13 and clean.corrupt is None
+
+
+async def test_the_consumer_hands_out_the_good_records_then_reports_the_corrupt_batch() -> None:
+    from protocol.errors import Errors
+    from protocol.rpc.broker_fetch import FetchResponse
+    from tools.client.consumer import Consumer
+    from tools.client.errors import ClientError
+
+    good = _at(build_batch([ProducerRecord(None, b"ok", 10)]), 0)
+    bad = bytearray(_at(build_batch([ProducerRecord(None, b"bad", 20)]), 1))
+    bad[-1] ^= 0x01
+    consumer = Consumer("127.0.0.1:1")
+    consumer._assigned = [("t", 0)]
+    consumer._positions[("t", 0)] = 0
+
+    async def fetch_once(_wait_ms: int) -> None:
+        pd = FetchResponse.PartitionData(PartitionIndex=0, HighWatermark=2, Records=good + bytes(bad))
+        consumer._take("t", pd)
+
+    consumer._fetch_once = fetch_once  # type: ignore[method-assign]
+    first = await consumer.poll(100)
+    assert [r.value for r in first] == [b"ok"]
+    with pytest.raises(ClientError) as e:
+        await consumer.poll(100)
+    assert e.value.code is Errors.CORRUPT_MESSAGE and "offset 1 of t-0" in str(e.value)
+    assert consumer.position(("t", 0)) == 1
+    consumer.seek(("t", 0), 2)  # step past it: no error pending
+    assert consumer._corrupt is None
+    await consumer.close()

@@ -16,7 +16,6 @@ positions are kept, so nothing is skipped or read twice. OFFSET_OUT_OF_RANGE res
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections import deque
 from collections.abc import Iterable
@@ -34,7 +33,7 @@ from protocol.rpc.list_offsets import (
 from protocol.uuid import Uuid
 from tools.client.cluster import ClusterMetadata, ConnectionPool
 from tools.client.errors import STALE_METADATA, ClientError, as_error
-from tools.client.records import ConsumerRecord, next_offset_after, read_records
+from tools.client.records import ConsumerRecord, read_fetched
 
 log = structlog.get_logger("tools.client.consumer")
 
@@ -71,6 +70,7 @@ class Consumer:
         self._buffer: deque[ConsumerRecord] = deque()
         self._stale = True
         self._backoff_until = 0.0
+        self._corrupt: ClientError | None = None
 
     async def __aenter__(self) -> Consumer:
         return self
@@ -101,6 +101,7 @@ class Consumer:
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self._positions[tp] = offset
         self._buffer = deque(r for r in self._buffer if (r.topic, r.partition) != tp)
+        self._corrupt = None  # a seek is how a caller steps past a corrupt batch
 
     async def seek_to_beginning(self, partitions: Iterable[TopicPartition] | None = None) -> None:
         offsets = await self.list_offsets(list(partitions or self._assigned), EARLIEST_TIMESTAMP)
@@ -187,8 +188,11 @@ class Consumer:
         """Records from the assigned partitions; waits up to `timeout_ms` when there are none."""
         deadline = time.monotonic() + timeout_ms / 1000
         while not self._buffer:
+            if self._corrupt is not None:
+                corrupt, self._corrupt = self._corrupt, None
+                raise corrupt
             await self._fetch_once(max(0, int((deadline - time.monotonic()) * 1000)))
-            if self._buffer or time.monotonic() >= deadline:
+            if not self._buffer and self._corrupt is None and time.monotonic() >= deadline:
                 break
         n = len(self._buffer) if max_records is None else min(max_records, len(self._buffer))
         return [self._buffer.popleft() for _ in range(n)]
@@ -287,8 +291,15 @@ class Consumer:
             if pd.HighWatermark >= 0:
                 self._high_watermarks[tp] = pd.HighWatermark
             if pd.Records:
-                self._buffer.extend(read_records(topic, tp[1], pd.Records, position))
-                self._positions[tp] = next_offset_after(pd.Records, position)
+                fetched = read_fetched(topic, tp[1], pd.Records, position)
+                self._buffer.extend(fetched.records)
+                self._positions[tp] = fetched.next_offset
+                if fetched.corrupt is not None and self._corrupt is None:
+                    # Raised once the good records before it are delivered, as Kafka's consumer does;
+                    # the position stays at the corrupt batch until the caller seeks past it.
+                    self._corrupt = ClientError(
+                        Errors.CORRUPT_MESSAGE, f"{fetched.corrupt}; seek past it to read on"
+                    )
             return
         if code is Errors.OFFSET_OUT_OF_RANGE:
             log.info(
@@ -330,6 +341,9 @@ async def consume_all(
         while any((c.position(tp) or 0) < ends[tp] for tp in tps):
             if time.monotonic() > deadline:
                 raise ClientError(Errors.REQUEST_TIMED_OUT, "did not reach the end of the topic in time")
-            with contextlib.suppress(ClientError):
+            try:
                 out.extend(await c.poll(timeout_ms=idle_ms))
+            except ClientError as e:
+                if e.code is Errors.CORRUPT_MESSAGE:
+                    raise  # waiting will not mend it
         return out

@@ -16,8 +16,12 @@ from protocol.record_batch import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
+    CorruptBatchError,
+    TruncatedBatchError,
+    decode_batch,
     iter_batch_positions,
     iter_batches,
+    read_batch_header,
 )
 from protocol.varint import encode_varint, encode_varlong
 
@@ -165,6 +169,54 @@ def read_records(topic: str, partition: int, data: bytes, from_offset: int) -> I
                 batch.partition_leader_epoch,
                 batch.producer_id,
             )
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """What one partition's fetched bytes hold for a consumer at `from_offset`."""
+
+    records: list[ConsumerRecord]
+    next_offset: int  # where reading continues: past the last whole batch, or at the corrupt one
+    corrupt: str | None = None  # why reading stopped at a batch that fails its checks
+
+
+def read_fetched(topic: str, partition: int, data: bytes, from_offset: int) -> Fetched:
+    """The records of every good batch before the first one that fails its CRC or does not decode, as
+    Kafka's consumer returns them before raising CorruptRecordException; a batch cut short at the end
+    of the response (the fetch size limit) is left for the next fetch."""
+    records: list[ConsumerRecord] = []
+    next_offset, pos = from_offset, 0
+    while pos < len(data):
+        try:
+            batch = decode_batch(data, pos, True)
+        except TruncatedBatchError:
+            break
+        except CorruptBatchError as e:
+            try:
+                at = max(next_offset, read_batch_header(data, pos).base_offset)
+            except CorruptBatchError:
+                at = next_offset
+            return Fetched(records, at, f"the batch at offset {at} of {topic}-{partition} is corrupt: {e}")
+        pos += batch.length + LOG_OVERHEAD
+        next_offset = max(next_offset, batch.last_offset + 1)
+        if batch.is_control:
+            continue
+        records.extend(
+            ConsumerRecord(
+                topic,
+                partition,
+                batch.base_offset + r.offset_delta,
+                batch.base_timestamp + r.timestamp_delta,
+                r.key,
+                r.value,
+                r.headers,
+                batch.partition_leader_epoch,
+                batch.producer_id,
+            )
+            for r in batch.records
+            if batch.base_offset + r.offset_delta >= from_offset
+        )
+    return Fetched(records, next_offset)
 
 
 def next_offset_after(data: bytes, current: int) -> int:
