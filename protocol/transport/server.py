@@ -50,11 +50,16 @@ SPECS = web.AppKey("kraftpy_rpc_specs", dict)
 REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
 HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
+BODY_TIMEOUT = web.AppKey("kraftpy_body_timeout_s", float)
 
 LOOP_LAG_INTERVAL_S = 0.02
 """How often the loop-lag probe wakes: a stall shows as a wake-up that much later than asked."""
 LOOP_STALL_WARN_S = 0.1
 """A stall this long is logged: requests, heartbeats and fetches all waited that long."""
+
+DEFAULT_BODY_TIMEOUT_S = 30.0
+"""How long a client may take to send a request body once its headers arrived (Kafka's
+request.timeout.ms default): a slow upload must not hold its memory forever."""
 
 DEFAULT_MAX_BODY = 104857600
 """Kafka's socket.request.max.bytes default: the largest request body a process accepts."""
@@ -97,6 +102,7 @@ def create_app(
     health: HealthHook | None = None,
     registry: CollectorRegistry | None = None,
     client_max_size: int = DEFAULT_MAX_BODY,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
 ) -> web.Application:
     """An aiohttp app serving `handlers` ({api name: handler}) with /healthz and /metrics.
 
@@ -111,6 +117,7 @@ def create_app(
         ProcessCollector(registry=registry)
     app[REGISTRY] = registry
     app[METRICS] = _RpcMetrics(registry)
+    app[BODY_TIMEOUT] = body_timeout_s
     # A one-slot list, so a hook can be installed after the app started (app state is frozen then).
     app[HEALTH_HOOK] = [health]
     for name, handler in (handlers or {}).items():
@@ -216,9 +223,13 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
     try:
         version = _requested_version(request, spec)
         try:
-            body = await request.read()
+            async with asyncio.timeout(app[BODY_TIMEOUT]):
+                body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reply(_error_body(Errors.INVALID_REQUEST, too_large), encoding, 413), Errors.INVALID_REQUEST
+        except TimeoutError:
+            slow = f"the request body did not arrive within {app[BODY_TIMEOUT]:g}s"
+            return _reply(_error_body(Errors.REQUEST_TIMED_OUT, slow), encoding, 408), Errors.REQUEST_TIMED_OUT
         req = spec.request_model.from_wire(codec.decode(body, encoding), version)
     except KafkaError as e:
         status = 400

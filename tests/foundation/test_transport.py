@@ -309,12 +309,16 @@ async def test_lone_surrogate_in_a_string_is_invalid_request_naming_the_field(
     """JSON can spell a lone surrogate (\\ud800) that no UTF-8 reply can carry: refuse it at the edge."""
     _, url = server
     body = json.dumps({"BrokerId": 1, "BrokerEpoch": 1, "ClusterId": "\ud800", "CurrentMetadataOffset": 0})
-    status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", body.encode("utf-8", "surrogatepass"), "application/json")
+    status, data, _ = await _post(
+        f"{url}/rpc/BrokerHeartbeat", body.encode("utf-8", "surrogatepass"), "application/json"
+    )
     assert status == 400 and data["ErrorCode"] == Errors.INVALID_REQUEST
     calls_before = len(calls)
     assert "ClusterId" in data["ErrorMessage"]
     # msgpack spells it only as invalid UTF-8, which is refused too
-    packed = msgpack.packb({"BrokerId": 1, "BrokerEpoch": 1, "ClusterId": b"\xed\xa0\x80"}, use_bin_type=False)
+    packed = msgpack.packb(
+        {"BrokerId": 1, "BrokerEpoch": 1, "ClusterId": b"\xed\xa0\x80"}, use_bin_type=False
+    )
     status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", packed, "application/msgpack")
     assert status == 400 and data["ErrorCode"] == Errors.INVALID_REQUEST
     assert len(calls) == calls_before
@@ -335,9 +339,10 @@ async def test_body_over_socket_request_max_bytes_is_refused_with_invalid_reques
             yield big[600:]
 
         # no Content-Length (chunked): refused once the limit is crossed while reading
-        async with aiohttp.ClientSession() as s, s.post(
-            url, data=chunks(), headers={"Content-Type": "application/json"}
-        ) as r:
+        async with (
+            aiohttp.ClientSession() as s,
+            s.post(url, data=chunks(), headers={"Content-Type": "application/json"}) as r,
+        ):
             assert r.status == 413
             assert json.loads(await r.read())["ErrorCode"] == Errors.INVALID_REQUEST
     finally:
@@ -348,3 +353,26 @@ def test_default_body_limit_is_kafkas_socket_request_max_bytes() -> None:
     from protocol.transport.server import DEFAULT_MAX_BODY
 
     assert DEFAULT_MAX_BODY == 104857600
+
+
+async def test_a_body_that_trickles_in_is_cut_off_with_request_timed_out() -> None:
+    async def heartbeat(req: BrokerHeartbeatRequest, version: int) -> BrokerHeartbeatResponse:
+        return BrokerHeartbeatResponse()
+
+    runner, port = await start_server(
+        create_app({"BrokerHeartbeat": heartbeat}, body_timeout_s=0.3), "127.0.0.1", 0
+    )
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(
+            b"POST /rpc/BrokerHeartbeat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b'Kafka-Api-Version: 0\r\nContent-Length: 1000\r\n\r\n{"BrokerId"'
+        )
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        assert head.startswith(b"HTTP/1.1 408"), head
+        body = await asyncio.wait_for(reader.read(200), 30)
+        assert b"did not arrive within 0.3s" in body
+        writer.close()
+    finally:
+        await runner.cleanup()
