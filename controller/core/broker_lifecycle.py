@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 from typing import Any
 
@@ -251,6 +252,9 @@ def process_broker_heartbeat(
     return ControllerResult.of(records, response)
 
 
+UNKNOWN_DIRS_SHOWN = 10
+
+
 def _handle_offline_log_dirs(
     m: ControllerManagers,
     registration: BrokerRegistration,
@@ -263,12 +267,16 @@ def _handle_offline_log_dirs(
     # Dirs the broker never registered are ignored with a warning, as shipped Kafka ignores them;
     # answering LOG_DIR_NOT_FOUND (KIP-858) would fail every later heartbeat too, since a broker
     # repeats all its offline dirs until it restarts (docs/kip-deviations.md).
-    unknown = sorted(d for d in reported if d not in registration.registered_directories)
+    unknown = [d for d in reported if d not in registration.registered_directories]
     if unknown:
+        # A hostile heartbeat may name a million: the line names a few, in a stable order.
+        shown = heapq.nsmallest(UNKNOWN_DIRS_SHOWN, unknown)
+        more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
         log.warning(
-            "broker %d reported unknown offline log dirs %s; ignoring them",
+            "broker %d reported unknown offline log dirs %s%s; ignoring them",
             registration.id,
-            ", ".join(str(d) for d in unknown),
+            ", ".join(str(d) for d in shown),
+            more,
         )
     newly_offline = [d for d in registration.directories if d in reported]
     if not newly_offline:

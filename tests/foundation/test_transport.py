@@ -376,3 +376,22 @@ async def test_a_body_that_trickles_in_is_cut_off_with_request_timed_out() -> No
         writer.close()
     finally:
         await runner.cleanup()
+
+
+async def test_a_large_body_is_decoded_off_the_loop_and_still_served(
+    server: tuple[web.Application, str],
+) -> None:
+    from protocol.transport import codec
+    from protocol.transport.server import DECODE_OFF_LOOP_BYTES
+
+    _, url = server
+    dirs = [Uuid.random() for _ in range(20_000)]
+    req = BrokerHeartbeatRequest(BrokerId=1, BrokerEpoch=1, CurrentMetadataOffset=0, OfflineLogDirs=dirs)
+    body = codec.encode(req.to_wire(1, "msgpack"), "msgpack")
+    assert len(body) > DECODE_OFF_LOOP_BYTES
+    status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", body, "application/msgpack", "1")
+    assert status == 200 and data.get("ErrorCode", 0) == 0
+    assert calls[-1][0].OfflineLogDirs == dirs
+    # A large body that is not valid is refused the same way off the loop.
+    status, data, _ = await _post(f"{url}/rpc/BrokerHeartbeat", body[:-3], "application/msgpack", "1")
+    assert status == 400 and data["ErrorCode"] == Errors.INVALID_REQUEST
