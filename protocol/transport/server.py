@@ -132,6 +132,10 @@ def create_app(
     return app
 
 
+def _encode(resp: RpcMessage, version: int, encoding: Encoding) -> bytes:
+    return codec.encode(resp.to_wire(version, encoding), encoding)
+
+
 def _parse(spec: ApiSpec, body: bytes, encoding: Encoding, version: int) -> RpcMessage:
     return spec.request_model.from_wire(codec.decode(body, encoding), version)
 
@@ -241,7 +245,8 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
             return _reply(
                 _error_body(Errors.REQUEST_TIMED_OUT, slow), encoding, 408
             ), Errors.REQUEST_TIMED_OUT
-        if len(body) > DECODE_OFF_LOOP_BYTES:
+        large = len(body) > DECODE_OFF_LOOP_BYTES
+        if large:
             # A large body takes long to validate (a million uuids: about a second): off the loop,
             # where the GIL still hands the loop its turn every few milliseconds.
             req = await asyncio.get_running_loop().run_in_executor(
@@ -260,8 +265,15 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
             raise TypeError(
                 f"handler for {api} returned {type(resp).__name__}, not {spec.response_model.__name__}"
             )
-        wire = resp.to_wire(version, encoding)
         code = Errors(getattr(resp, "ErrorCode", 0) or 0)
+        if large:
+            # A large request tends to get a large answer (a Metadata naming 100,000 topics): encode
+            # it off the loop as well.
+            data = await asyncio.get_running_loop().run_in_executor(None, _encode, resp, version, encoding)
+            return web.Response(
+                body=data, status=200, content_type=codec.CONTENT_TYPES[encoding], headers=headers
+            ), code
+        wire = resp.to_wire(version, encoding)
     except KafkaError as e:
         code = e.code
         if e.message:

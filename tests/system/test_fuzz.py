@@ -27,7 +27,7 @@ import pytest
 
 from protocol.rpc import API_SPECS
 from protocol.rpc.metadata import MetadataRequest
-from protocol.transport import RpcClient
+from protocol.transport import RpcClient, codec
 from protocol.transport.codec import API_VERSION_HEADER, CONTENT_TYPES
 from tests.support.fuzz import Body, BodyMaker
 from tools.cluster.launcher import ProcessSet
@@ -187,5 +187,102 @@ async def test_a_hundred_thousand_hostile_bodies(tmp_path: Path) -> None:
                 assert time.monotonic() < deadline, (_metadata_view(live.Topics), replayed)
                 await asyncio.sleep(0.5)
         print(f"fuzz: {len(live.Topics)} topics created by the fuzzer, live state equal to the log's replay")
+    finally:
+        procs.stop_all()
+
+
+def _probes() -> list[tuple[str, str, Any, int]]:
+    """(target, api, request, version): the requests that once held an event loop for seconds."""
+    from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
+    from protocol.rpc.broker_registration import BrokerRegistrationRequest
+    from protocol.rpc.list_offsets import ListOffsetsRequest
+    from protocol.uuid import Uuid
+
+    listener = BrokerRegistrationRequest.Listener
+    lo = ListOffsetsRequest
+    return [
+        (
+            "controller",
+            "BrokerHeartbeat",
+            BrokerHeartbeatRequest(
+                BrokerId=1, BrokerEpoch=1, OfflineLogDirs=[Uuid.random() for _ in range(PROBE_SIZE)]
+            ),
+            1,
+        ),
+        (
+            "controller",
+            "BrokerRegistration",
+            BrokerRegistrationRequest(
+                BrokerId=77,
+                ClusterId="x",
+                IncarnationId=Uuid.random(),
+                Listeners=[listener(Name=f"L{i}", Host="h", Port=1) for i in range(PROBE_SIZE // 10)],
+                LogDirs=[Uuid.random()],
+            ),
+            2,
+        ),
+        (
+            "controller",
+            "Metadata",
+            MetadataRequest(Topics=[{"Name": f"t{i}"} for i in range(PROBE_SIZE // 10)]),
+            9,
+        ),
+        (
+            "broker",
+            "Metadata",
+            MetadataRequest(Topics=[{"Name": f"t{i}"} for i in range(PROBE_SIZE // 10)]),
+            9,
+        ),
+        (
+            "broker",
+            "ListOffsets",
+            lo(
+                Topics=[
+                    lo.ListOffsetsTopic(
+                        Name="t",
+                        Partitions=[
+                            lo.ListOffsetsPartition(PartitionIndex=i) for i in range(PROBE_SIZE // 10)
+                        ],
+                    )
+                ]
+            ),
+            4,
+        ),
+    ]
+
+
+PROBE_SIZE = int(os.environ.get("KRAFTPY_PROBE_SIZE", "1000000"))
+
+
+async def test_huge_requests_are_answered_without_stalling_the_cluster(tmp_path: Path) -> None:
+    """Each probe is answered (any code but 5xx) while the processes stay healthy and the broker stays
+    unfenced; the longest stall each process saw is printed beside the 100 ms goal."""
+    procs = ProcessSet(tmp_path / "logs")
+    try:
+        cluster = ProcessCluster.build(tmp_path, procs, controller_id=100, log_dirs={1: [tmp_path / "d0"]})
+        cluster.start()
+        targets = {"controller": f"http://{cluster.controller_address}", "broker": cluster.brokers[1].url}
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+            for name, api, request, version in _probes():
+                body = codec.encode(request.to_wire(version, "msgpack"), "msgpack")
+                headers = {"Content-Type": CONTENT_TYPES["msgpack"], API_VERSION_HEADER: str(version)}
+                started = time.monotonic()
+                async with session.post(f"{targets[name]}/rpc/{api}", data=body, headers=headers) as r:
+                    await r.read()
+                    status = r.status
+                took = time.monotonic() - started
+                print(
+                    f"\nprobe: {api} to the {name}, {len(body) / 1e6:.1f} MB: HTTP {status} in {took:.2f} s"
+                )
+                assert status < 500, (api, status)
+            for name, url in targets.items():
+                async with session.get(f"{url}/metrics") as r:
+                    text = await r.text()
+                print(
+                    f"probe: {name} longest event-loop stall {_max_lag(text) * 1000:.0f} ms (goal {STALL_GOAL_S * 1000:.0f} ms)"
+                )
+                assert _max_lag(text) < STALL_LIMIT_S, name
+                assert _failures(text) == {}, (name, _failures(text))
+        assert cluster.brokers[1].health().get("broker_state") == "RUNNING"
     finally:
         procs.stop_all()
