@@ -8,6 +8,7 @@ are forwarded to the active controller, as KRaft brokers do.
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TYPE_CHECKING
 
 from broker.dataplane.metadata_response import metadata_response
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from broker.dataplane.replica_manager import FetchRead, ReplicaManager
 
 D = DescribeLogDirsResponse
+
+
+LARGE_METADATA_REQUEST = 1000  # topics named in one Metadata request
+LIST_OFFSETS_SLICE = 500  # partitions of one ListOffsets request looked up between yields
 
 
 class DataPlaneHandlers:
@@ -158,35 +163,37 @@ class DataPlaneHandlers:
         L = ListOffsetsResponse
         out = []
         for topic in req.Topics:
-            results = await asyncio.gather(
-                *(
-                    self.replicas.list_offset(
-                        topic.Name, p.PartitionIndex, p.Timestamp, p.CurrentLeaderEpoch, req.ReplicaId
-                    )
-                    for p in topic.Partitions
-                )
-            )
-            out.append(
-                L.ListOffsetsTopicResponse(
-                    Name=topic.Name,
-                    Partitions=[
-                        L.ListOffsetsPartitionResponse(
-                            PartitionIndex=p.PartitionIndex,
-                            ErrorCode=int(code),
-                            Timestamp=ts,
-                            Offset=offset,
-                            LeaderEpoch=epoch,
+            answers: list[L.ListOffsetsPartitionResponse] = []
+            # In slices, each awaited: a request naming 100,000 partitions must not hold the loop.
+            for start in range(0, len(topic.Partitions), LIST_OFFSETS_SLICE):
+                wanted = topic.Partitions[start : start + LIST_OFFSETS_SLICE]
+                results = await asyncio.gather(
+                    *(
+                        self.replicas.list_offset(
+                            topic.Name, p.PartitionIndex, p.Timestamp, p.CurrentLeaderEpoch, req.ReplicaId
                         )
-                        for p, (code, ts, offset, epoch) in zip(topic.Partitions, results, strict=True)
-                    ],
+                        for p in wanted
+                    )
                 )
-            )
+                answers += [
+                    L.ListOffsetsPartitionResponse(
+                        PartitionIndex=p.PartitionIndex,
+                        ErrorCode=int(code),
+                        Timestamp=ts,
+                        Offset=offset,
+                        LeaderEpoch=epoch,
+                    )
+                    for p, (code, ts, offset, epoch) in zip(wanted, results, strict=True)
+                ]
+                await asyncio.sleep(0)
+            out.append(L.ListOffsetsTopicResponse(Name=topic.Name, Partitions=answers))
         return L(Topics=out)
 
     # ---- Metadata -------------------------------------------------------------------------------
 
     async def metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
-        return metadata_response(
+        answer = functools.partial(
+            metadata_response,
             self._image(),
             req,
             version,
@@ -194,6 +201,10 @@ class DataPlaneHandlers:
             cluster_id=self.host.cluster_id,
             local_broker_id=self.host.node_id,
         )
+        if len(req.Topics or ()) > LARGE_METADATA_REQUEST:
+            # The image is immutable, so a long answer can be built off the loop.
+            return await asyncio.get_running_loop().run_in_executor(None, answer)
+        return answer()
 
     # ---- DescribeLogDirs ------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Int64, NodeId, Uuid
+from protocol.rpc.types import MAX_LOG_DIRS, Int16, Int32, Int64, NodeId, Uuid
 
 
 class BrokerHeartbeatRequest(RpcMessage):
@@ -18,7 +18,11 @@ class BrokerHeartbeatRequest(RpcMessage):
     WantFence: bool = False
     WantShutDown: bool = False
     # Tagged (tag 0) and not ignorable: a v0 request cannot report failed directories.
-    OfflineLogDirs: Annotated[list[Uuid], versions("1+", tagged="1+", tag=0)] = Field(default_factory=list)
+    # A broker has a handful of log dirs; a list longer than any broker could have is refused at the
+    # edge instead of being hashed and logged by the controller.
+    OfflineLogDirs: Annotated[
+        list[Uuid], versions("1+", tagged="1+", tag=0), Field(max_length=MAX_LOG_DIRS)
+    ] = Field(default_factory=list)
 
 
 class BrokerHeartbeatResponse(RpcMessage):

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Int64, NodeId, UInt16, Uuid
+from protocol.rpc.types import MAX_LISTENERS, MAX_LOG_DIRS, Int16, Int32, Int64, NodeId, UInt16, Uuid
 from protocol.uuid import Uuid as _Uuid
 
 
@@ -31,12 +31,14 @@ class BrokerRegistrationRequest(RpcMessage):
     BrokerId: NodeId = 0
     ClusterId: str = ""
     IncarnationId: Uuid = _Uuid.ZERO
-    Listeners: list[Listener] = Field(default_factory=list)
+    Listeners: Annotated[list[Listener], Field(max_length=MAX_LISTENERS)] = Field(default_factory=list)
     Features: list[Feature] = Field(default_factory=list)
     Rack: Annotated[str | None, versions("0+", nullable="0+")] = ""
     IsMigratingZkBroker: Annotated[bool, versions("1+")] = False
     # IDs of the broker's online log directories, sorted as Uuid.compareTo sorts them.
-    LogDirs: Annotated[list[Uuid], versions("2+", ignorable=True)] = Field(default_factory=list)
+    LogDirs: Annotated[list[Uuid], versions("2+", ignorable=True), Field(max_length=MAX_LOG_DIRS)] = Field(
+        default_factory=list
+    )
     PreviousBrokerEpoch: Annotated[Int64, versions("3+", ignorable=True)] = -1
 
 

@@ -26,6 +26,12 @@ negative ones mean something else in records (-1 no leader, -2 "no change" in Pa
 so one taken from a request could fence nothing or leave a fenced broker leading."""
 
 
+MAX_LOG_DIRS = 10_000
+"""The most log dirs a registration or heartbeat may name: far beyond any broker, short of harm."""
+MAX_LISTENERS = 1_000
+"""The most listeners a registration may name."""
+
+
 def _to_uuid(value: Any) -> _Uuid:
     if isinstance(value, _Uuid):
         return value
@@ -71,4 +77,4 @@ class _UuidSchema:
 Uuid = Annotated[_Uuid, _UuidSchema()]
 """Field annotation for a Kafka uuid; values are `protocol.uuid.Uuid`."""
 
-__all__ = ["Int8", "Int16", "Int32", "Int64", "NodeId", "UInt16", "Uuid"]
+__all__ = ["MAX_LISTENERS", "MAX_LOG_DIRS", "Int8", "Int16", "Int32", "Int64", "NodeId", "UInt16", "Uuid"]

@@ -204,15 +204,21 @@ def _probes() -> list[tuple[str, str, Any, int]]:
         (
             "controller",
             "BrokerHeartbeat",
-            BrokerHeartbeatRequest(
-                BrokerId=1, BrokerEpoch=1, OfflineLogDirs=[Uuid.random() for _ in range(PROBE_SIZE)]
+            # Built without validation, as a hostile client would send it.
+            BrokerHeartbeatRequest.model_construct(
+                BrokerId=1,
+                BrokerEpoch=1,
+                CurrentMetadataOffset=0,
+                WantFence=False,
+                WantShutDown=False,
+                OfflineLogDirs=[Uuid.random() for _ in range(PROBE_SIZE)],
             ),
             1,
         ),
         (
             "controller",
             "BrokerRegistration",
-            BrokerRegistrationRequest(
+            BrokerRegistrationRequest.model_construct(
                 BrokerId=77,
                 ClusterId="x",
                 IncarnationId=Uuid.random(),
