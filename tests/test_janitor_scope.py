@@ -77,7 +77,9 @@ def test_janitor_leaves_a_running_cluster_alone_and_ends_a_dead_runs_process(
     work = tmp_path / "cluster"
     env = _env_outside_any_test_run()
     up = subprocess.run(
-        launcher.kraftpy_command("cluster", "up", "--work-dir", str(work), "--brokers", "1", "--dirs", "2"),
+        launcher.kraftpy_command(
+            "cluster", "up", "--work-dir", str(work), "--brokers", "1", "--dirs", "2", "--controllers", "1"
+        ),
         env=env,
         capture_output=True,
         text=True,
