@@ -7,6 +7,8 @@ Gauges are read from a `BrokerStats` snapshot at scrape time, so nothing has to 
   one per configured log dir (1 offline, 0 online; dirs unusable at startup have no id: "");
 - `kraftpy_broker_offline_replica_count` – ReplicaManager OfflineReplicaCount;
 - `kraftpy_broker_queued_replica_to_dir_assignments` – AssignmentsManager QueuedReplicaToDirAssignments;
+- `kraftpy_broker_failed_partitions_count` – ReplicaFetcherManager FailedPartitionsCount: here, followed
+  partitions whose fetched data fails its checks (retried with backoff; /healthz names them and why);
 - `kraftpy_broker_log_directory_failures_total` – dirs that failed since start (a counter);
 - broker state, fencing, metadata offset, hosted replicas, AssignReplicasToDirs requests sent.
 """
@@ -45,6 +47,7 @@ class BrokerStats:
     assignment_requests: int = 0
     assignments_sent: int = 0
     dirs: tuple[DirStat, ...] = field(default_factory=tuple)
+    failed_partitions: int = 0
 
 
 class _Collector(Collector):
@@ -68,6 +71,11 @@ class _Collector(Collector):
                 "queued_replica_to_dir_assignments",
                 "QueuedReplicaToDirAssignments: directory assignments queued or in flight",
                 s.queued_assignments,
+            ),
+            (
+                "failed_partitions_count",
+                "FailedPartitionsCount: followed partitions whose fetched data fails its checks",
+                s.failed_partitions,
             ),
             ("broker_state", "BrokerState byte value (3 RUNNING)", s.state),
             ("fenced", "1 while the controller reports this broker fenced", int(s.fenced)),

@@ -43,7 +43,9 @@ class BrokerReadiness:
         loader: MetadataLoader,
         server_started_at: float,
         now_ms: Callable[[], int],
+        failed_partitions: Callable[[], list[str]] = list,
     ) -> None:
+        """`failed_partitions()`: followed partitions whose fetched data fails its checks, with why."""
         self.broker_id = broker_id
         self.log_dirs = log_dirs
         self.failures = failures
@@ -57,6 +59,7 @@ class BrokerReadiness:
         self.server_started_at = server_started_at
         self._now_ms = now_ms
         self.ready_latched = False
+        self.failed_partitions = failed_partitions
 
     def update(self) -> None:
         """Ask to be unfenced once everything hosted here is placed (only while starting)."""
@@ -92,6 +95,7 @@ class BrokerReadiness:
             assignment_requests=self.assignments.requests_sent,
             assignments_sent=self.assignments.assignments_sent,
             dirs=tuple(sorted(dirs, key=lambda d: d.path)),
+            failed_partitions=len(self.failed_partitions()),
         )
 
     def health(self) -> dict[str, Any]:
@@ -118,6 +122,7 @@ class BrokerReadiness:
             "assignments_sent": self.assignments.assignments_sent,
             "assign_replicas_to_dirs_bytes": driver.assignment_bytes,
             "replicas": self.placement.summary(),
+            "failed_partitions": self.failed_partitions(),
             "seconds_to_unfence": None if unfenced_at is None else round(unfenced_at - driver.started_at, 3),
             "seconds_from_server_start_to_unfence": None
             if unfenced_at is None

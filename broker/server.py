@@ -213,6 +213,7 @@ class BrokerServer:
             publisher=self.publisher,
             loader=self.loader,
             server_started_at=server_started_at,
+            failed_partitions=self._failed_partitions,
             now_ms=self.now_ms,
         )
         self.app = create_app({}, health=self._health, client_max_size=cfg.socket_request_max_bytes)
@@ -419,6 +420,9 @@ class BrokerServer:
             self.fatal(f"metadata.log.dir {failure.path} failed: {failure.reason}")
         elif not any(d.online for d in self.log_dirs.values()):
             self.fatal("all log dirs are offline")
+
+    def _failed_partitions(self) -> list[str]:
+        return self.dataplane.replicas.fetchers.failed_partitions() if self.dataplane is not None else []
 
     def _health(self) -> dict[str, Any]:
         if self.readiness is None:

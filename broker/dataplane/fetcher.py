@@ -83,10 +83,15 @@ class FetchState:
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: FetcherHost, source_id: int) -> None:
+    def __init__(
+        self, manager: FetcherHost, source_id: int, corrupt: dict[PartitionKey, str] | None = None
+    ) -> None:
+        """`corrupt`: partitions whose fetched data fails its checks, with why (shared by the
+        manager's fetchers); they are retried with backoff, as Kafka's fetcher retries them."""
         self.manager = manager
         self.source_id = source_id
         self.partitions: dict[PartitionKey, FetchState] = {}
+        self.corrupt: dict[PartitionKey, str] = corrupt if corrupt is not None else {}
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._client: RpcClient | None = None
@@ -100,6 +105,7 @@ class ReplicaFetcher:
 
     def remove(self, key: PartitionKey) -> bool:
         found = self.partitions.pop(key, None) is not None
+        self.corrupt.pop(key, None)
         self._changed.set()
         return found
 
@@ -244,6 +250,8 @@ class ReplicaFetcher:
                     leo, epoch = fs.fetch_offset, fs.last_fetched_epoch
                 if self.partitions.get(fs.hp.key) is not fs:
                     return
+                if self.corrupt.pop(fs.hp.key, None) is not None:
+                    log.info("follower fetch past the corrupt data", partition=str(fs.hp.tp), offset=leo)
                 fs.fetch_offset, fs.last_fetched_epoch = leo, epoch
                 self.manager.follower_progress(fs.hp, leo, pd.HighWatermark, pd.LogStartOffset)
             elif code is Errors.OFFSET_OUT_OF_RANGE:
@@ -262,7 +270,15 @@ class ReplicaFetcher:
         except LogDirOfflineError:
             self.remove(fs.hp.key)
         except KafkaError as e:
-            log.warning("follower append failed", partition=str(fs.hp.tp), error=str(e))
+            if e.code is Errors.CORRUPT_MESSAGE:
+                # The replica cannot catch up past this batch: say so once, loudly, and keep it
+                # visible (FailedPartitionsCount, /healthz) until a fetch gets past it.
+                reason = f"offset {fs.fetch_offset} from leader {self.source_id}: {e.message or e.code.name}"
+                if fs.hp.key not in self.corrupt:
+                    log.error("follower fetched corrupt data", partition=str(fs.hp.tp), reason=reason)
+                self.corrupt[fs.hp.key] = f"{fs.hp.tp}: {reason}"
+            else:
+                log.warning("follower append failed", partition=str(fs.hp.tp), error=str(e))
             self._delay([fs], settings.fetch_backoff_ms)
         except Exception:
             # A log closed under us (moved or deleted by the shell) or a bug: this partition waits,
@@ -335,12 +351,13 @@ class ReplicaFetcherManager:
         self.manager = manager
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._by_partition: dict[PartitionKey, int] = {}
+        self.corrupt: dict[PartitionKey, str] = {}
 
     def add(self, hp: HostedPartition, leader: int, leader_epoch: int) -> None:
         self.remove(hp.key)
         fetcher = self.fetchers.get(leader)
         if fetcher is None:
-            fetcher = self.fetchers[leader] = ReplicaFetcher(self.manager, leader)
+            fetcher = self.fetchers[leader] = ReplicaFetcher(self.manager, leader, self.corrupt)
         fetcher.add(hp, leader_epoch)
         self._by_partition[hp.key] = leader
 
@@ -348,6 +365,10 @@ class ReplicaFetcherManager:
         leader = self._by_partition.pop(key, None)
         if leader is not None and leader in self.fetchers:
             self.fetchers[leader].remove(key)
+
+    def failed_partitions(self) -> list[str]:
+        """Followed partitions whose fetched data fails its checks, each with why."""
+        return sorted(self.corrupt.values())
 
     def on_dir_failure(self, failure: LogDirFailure) -> None:
         """Stop copying into the logs of a failed dir (subscribed to the LogDirFailureChannel)."""

@@ -281,3 +281,60 @@ def partition_of(c: DataCluster, topic: str) -> dict[str, Any]:
         c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", topic, "--json")
     )
     return rows[0]["partitions"][0]  # type: ignore[no-any-return]
+
+
+def test_corrupt_data_on_the_leader_is_visible_not_silent(cluster: DataCluster) -> None:
+    """A flipped bit in the middle of the leader's segment: the follower that fetches it reports the
+    partition in FailedPartitionsCount and /healthz, with the offset and why; a consumer gets the
+    records before it, then CORRUPT_MESSAGE."""
+    from protocol.errors import Errors
+    from tools.client import ClientError, Consumer
+
+    c = cluster
+    c.kraftpy(
+        "topics", "create", "--bootstrap-server", c.bootstrap, "--topic", "rot",
+        "--replica-assignment", "1:2", "--config", "min.insync.replicas=1",
+    )  # fmt: skip
+    wait_until("broker 1 leading rot-0", lambda: partition_of(c, "rot")["leader"] == 1)
+    c.stop_broker(2)
+
+    async def send() -> None:
+        async with Producer(c.brokers[1].address, acks=1, enable_idempotence=False, linger_ms=0) as producer:
+            for i in range(30):
+                await (await producer.send("rot", b"v%02d" % i, partition=0))
+
+    asyncio.run(send())
+    segment = next(p for d in c.brokers[1].log_dirs for p in d.glob("rot-0/00000000000000000000.log"))
+    data = bytearray(segment.read_bytes())
+    from protocol.record_batch import iter_batch_positions
+
+    batches = list(iter_batch_positions(bytes(data)))
+    pos, h = batches[len(batches) // 2]
+    data[pos + h.size - 1] ^= 0x01  # inside the last record of a middle batch: only the CRC tells
+    segment.write_bytes(bytes(data))
+
+    c.start_broker(2, wait=False)
+    health = wait_until(
+        "broker 2 reporting the corrupt partition",
+        lambda: (hh := c.brokers[2].health()).get("failed_partitions") and hh,
+    )
+    assert any(
+        f"offset {h.base_offset}" in reason and "CRC" in reason for reason in health["failed_partitions"]
+    )
+    assert "kraftpy_broker_failed_partitions_count 1.0" in c.brokers[2].metrics()
+
+    async def read() -> tuple[list[bytes], ClientError | None]:
+        got: list[bytes] = []
+        async with Consumer(c.brokers[1].address) as consumer:
+            consumer.assign([("rot", 0)])
+            consumer.seek(("rot", 0), 0)
+            try:
+                for _ in range(20):
+                    got += [r.value or b"" for r in await consumer.poll(500)]
+            except ClientError as e:
+                return got, e
+        return got, None
+
+    got, error = asyncio.run(read())
+    assert error is not None and error.code is Errors.CORRUPT_MESSAGE, error
+    assert got == [b"v%02d" % i for i in range(h.base_offset)]
