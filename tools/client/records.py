@@ -17,6 +17,7 @@ from protocol.record_batch import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     CorruptBatchError,
+    RecordBatch,
     TruncatedBatchError,
     decode_batch,
     iter_batch_positions,
@@ -152,12 +153,14 @@ class ConsumerRecord:
 def read_records(topic: str, partition: int, data: bytes, from_offset: int) -> Iterator[ConsumerRecord]:
     """The data records at or after `from_offset` in fetched batches (CRC checked; control batches skipped)."""
     for batch in iter_batches(data):
-        if batch.last_offset < from_offset or batch.is_control:
-            continue
-        for r in batch.records:
-            offset = batch.base_offset + r.offset_delta
-            if offset < from_offset:
-                continue
+        if batch.last_offset >= from_offset and not batch.is_control:
+            yield from _records_of(topic, partition, batch, from_offset)
+
+
+def _records_of(topic: str, partition: int, batch: RecordBatch, from_offset: int) -> Iterator[ConsumerRecord]:
+    for r in batch.records:
+        offset = batch.base_offset + r.offset_delta
+        if offset >= from_offset:
             yield ConsumerRecord(
                 topic,
                 partition,
@@ -201,21 +204,7 @@ def read_fetched(topic: str, partition: int, data: bytes, from_offset: int) -> F
         next_offset = max(next_offset, batch.last_offset + 1)
         if batch.is_control:
             continue
-        records.extend(
-            ConsumerRecord(
-                topic,
-                partition,
-                batch.base_offset + r.offset_delta,
-                batch.base_timestamp + r.timestamp_delta,
-                r.key,
-                r.value,
-                r.headers,
-                batch.partition_leader_epoch,
-                batch.producer_id,
-            )
-            for r in batch.records
-            if batch.base_offset + r.offset_delta >= from_offset
-        )
+        records.extend(_records_of(topic, partition, batch, from_offset))
     return Fetched(records, next_offset)
 
 
