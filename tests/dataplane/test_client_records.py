@@ -209,3 +209,27 @@ async def test_the_consumer_hands_out_the_good_records_then_reports_the_corrupt_
     consumer.seek(("t", 0), 2)  # step past it: no error pending
     assert consumer._corrupt is None
     await consumer.close()
+
+
+def test_kafka_action_flags_are_taken_as_the_action() -> None:
+    from tools.cli.main import kafka_style
+
+    assert kafka_style(["topics", "--bootstrap-server", "h:1", "--describe", "--topic", "t"]) == [
+        "topics", "describe", "--bootstrap-server", "h:1", "--topic", "t",
+    ]  # fmt: skip
+    assert kafka_style(["topics", "--create", "--topic", "t"])[:2] == ["topics", "create"]
+    assert kafka_style(["log-dirs", "--describe", "--bootstrap-server", "h:1"])[:2] == [
+        "log-dirs",
+        "describe",
+    ]
+    # The word form, other commands and no action at all are left alone.
+    assert kafka_style(["topics", "list", "--bootstrap-server", "h:1"]) == [
+        "topics",
+        "list",
+        "--bootstrap-server",
+        "h:1",
+    ]
+    assert kafka_style(["cluster", "--describe"]) == ["cluster", "--describe"]
+    assert kafka_style(["topics", "--topic", "t"]) == ["topics", "--topic", "t"]
+    with pytest.raises(ValueError, match="not --describe and --list"):
+        kafka_style(["topics", "--describe", "--list"])

@@ -34,9 +34,36 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Kafka's tools take their action as a flag (`kafka-topics.sh --describe ...`); ours as a word
+# (`kraftpy topics describe ...`). Both are accepted.
+KAFKA_ACTION_FLAGS: dict[str, dict[str, str]] = {
+    "topics": {"--create": "create", "--list": "list", "--describe": "describe", "--delete": "delete"},
+    "log-dirs": {"--describe": "describe"},
+}
+
+
+def kafka_style(argv: Sequence[str]) -> list[str]:
+    """`COMMAND ... --ACTION ...` as `COMMAND ACTION ...` when COMMAND takes Kafka's action flags."""
+    args = list(argv)
+    flags = KAFKA_ACTION_FLAGS.get(args[0]) if args else None
+    if not flags or (len(args) > 1 and args[1] in flags.values()):
+        return args
+    found = [a for a in args[1:] if a in flags]
+    if len(found) > 1:
+        raise ValueError(f"{args[0]}: give one of {', '.join(flags)}, not {' and '.join(found)}")
+    if not found:
+        return args
+    rest = [a for a in args[1:] if a != found[0]]
+    return [args[0], flags[found[0]], *rest]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        words = kafka_style(sys.argv[1:] if argv is None else argv)
+    except ValueError as e:
+        parser.error(str(e))
+    args = parser.parse_args(words)
     try:
         code = args.func(args)
     except UserError as e:

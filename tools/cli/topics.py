@@ -6,6 +6,7 @@
     kraftpy topics list --bootstrap-server H:P
     kraftpy topics delete --bootstrap-server H:P --topic T
 
+Kafka's flag form works too (`kraftpy topics --describe --bootstrap-server H:P --topic T`).
 `describe` prints Kafka's lines (Topic, Partition, Leader, Replicas, Isr, and Offline when a replica
 cannot serve: KIP-112) plus each replica's directory id (KIP-858).
 """
