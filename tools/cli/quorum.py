@@ -12,12 +12,15 @@ who votes and who observes; `--replication` one row per replica: leader, followe
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tools.cli.errors import UserError
 from tools.client.cli_support import run
+
+if TYPE_CHECKING:
+    from protocol.rpc.describe_quorum import ReplicaState
 
 DESCRIBE_QUORUM_VERSION = 1
 DESCRIBE_CLUSTER_VERSION = 1
@@ -143,8 +146,8 @@ def table_text(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     )
 
 
-def _ids(ids: object) -> str:
-    return "[" + ",".join(str(i) for i in ids) + "]"  # type: ignore[attr-defined]
+def _ids(ids: Iterable[int]) -> str:
+    return "[" + ",".join(str(i) for i in ids) + "]"
 
 
 async def describe_quorum(addresses: Sequence[tuple[str, int]], timeout: float = 5.0) -> QuorumInfo:
@@ -201,12 +204,12 @@ async def describe_quorum(addresses: Sequence[tuple[str, int]], timeout: float =
     )
 
 
-def _replica(r: object) -> Replica:
+def _replica(r: ReplicaState) -> Replica:
     return Replica(
-        node_id=r.ReplicaId,  # type: ignore[attr-defined]
-        log_end_offset=r.LogEndOffset,  # type: ignore[attr-defined]
-        last_fetch_ms=r.LastFetchTimestamp,  # type: ignore[attr-defined]
-        last_caught_up_ms=r.LastCaughtUpTimestamp,  # type: ignore[attr-defined]
+        node_id=r.ReplicaId,
+        log_end_offset=r.LogEndOffset,
+        last_fetch_ms=r.LastFetchTimestamp,
+        last_caught_up_ms=r.LastCaughtUpTimestamp,
     )
 
 
