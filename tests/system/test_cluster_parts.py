@@ -193,3 +193,39 @@ def test_view_diff_names_each_change() -> None:
     assert "t-0: ISR [1,2] -> [2]" in events
     assert "t-0: offline replicas [] -> [1]" in events
     assert diff_views(None, after) == [] and diff_views(after, after) == []
+
+
+def test_base_port_gives_consecutive_ports_and_refuses_taken_ones() -> None:
+    import socket
+
+    from tools.cluster.launcher import free_port, ports_from
+
+    base = free_port()
+    try:
+        assert ports_from(base, 1) == [base]
+    except ValueError:
+        pytest.skip(f"port {base} was taken again before the check")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        with pytest.raises(ValueError, match=f"port {taken} .* is in use"):
+            ports_from(taken, 1)
+    with pytest.raises(ValueError, match="between 1024 and 65535"):
+        ports_from(80, 3)
+    assert ClusterSpec.from_json({**ClusterSpec(base_port=19000).to_json()}).base_port == 19000
+
+
+def test_a_taken_base_port_creates_nothing(tmp_path: Path) -> None:
+    import socket
+
+    from tools.cluster.cluster import LocalCluster
+    from tools.cluster.errors import ClusterError
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        taken = s.getsockname()[1]
+        with pytest.raises(ClusterError, match="in use"):
+            LocalCluster.up(tmp_path / "c", ClusterSpec(brokers=1, dirs=1, controllers=1, base_port=taken))
+    assert not (tmp_path / "c").exists()

@@ -44,6 +44,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--brokers", type=int, default=3, help="number of brokers (3)")
     p.add_argument("--dirs", type=int, default=3, help="log dirs per broker (3)")
     p.add_argument("--controllers", type=int, default=3, help="controllers in the KRaft quorum (3)")
+    p.add_argument(
+        "--base-port",
+        type=int,
+        metavar="PORT",
+        help="controllers on PORT, PORT+1, ..., then the brokers (default: free ports picked at random)",
+    )
     p.add_argument("--real-disks", action="store_true", help="each log dir on its own loop-device fs (root)")
     p.add_argument(
         "--fs", default="ext4", help="filesystems for --real-disks, cycled per dir: ext4, xfs or ext4,xfs"
@@ -145,6 +151,7 @@ def _up(args: argparse.Namespace) -> int:
             brokers=args.brokers,
             dirs=args.dirs,
             controllers=args.controllers,
+            base_port=args.base_port,
             real_disks=args.real_disks,
             multi_host=args.multi_host,
             fs=tuple(f.strip() for f in args.fs.split(",") if f.strip()),

@@ -217,6 +217,11 @@ class LocalCluster:
                 f"a cluster already exists in {self.work_dir}; "
                 f"run `kraftpy cluster down --work-dir {self.work_dir}` first"
             )
+        if spec.base_port is not None and not spec.multi_host:
+            try:
+                launcher.ports_from(spec.base_port, spec.brokers + spec.controllers)
+            except ValueError as e:
+                raise ClusterError(str(e)) from None
         if spec.multi_host:
             why = netns.available()
             if why:
@@ -232,7 +237,16 @@ class LocalCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(say)
         prefix = f"kp{secrets.token_hex(3)}" if spec.multi_host else None
-        ports = None if spec.multi_host else launcher.free_ports(spec.brokers + spec.controllers)
+        count = spec.brokers + spec.controllers
+        if spec.multi_host:
+            ports = None
+        elif spec.base_port is not None:
+            try:
+                ports = launcher.ports_from(spec.base_port, count)
+            except ValueError as e:
+                raise ClusterError(str(e)) from None
+        else:
+            ports = launcher.free_ports(count)
         nodes = plan_nodes(spec, self.work_dir, ports, prefix)
         state = ClusterState(
             work_dir=str(self.work_dir),

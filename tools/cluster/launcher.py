@@ -114,6 +114,20 @@ def free_ports(n: int) -> list[int]:
             s.close()
 
 
+def ports_from(base: int, n: int) -> list[int]:
+    """`n` consecutive ports from `base`, each checked free on 127.0.0.1; ValueError naming a taken one."""
+    if not 1024 <= base <= 65535 - n + 1:
+        raise ValueError(f"--base-port must leave room for {n} ports between 1024 and 65535, not {base}")
+    for port in range(base, base + n):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind((LOOPBACK, port))
+            except OSError:
+                raise ValueError(f"port {port} ({base}..{base + n - 1} asked for) is in use") from None
+    return list(range(base, base + n))
+
+
 def free_port() -> int:
     return free_ports(1)[0]
 
@@ -433,7 +447,9 @@ def wait_for_healthz(
         except (OSError, urllib.error.URLError) as e:
             last = e
         time.sleep(0.05)
-    raise AssertionError(f"{proc.name} not healthy after {timeout}s (last: {last!r}); log:\n{proc.log_tail()}")
+    raise AssertionError(
+        f"{proc.name} not healthy after {timeout}s (last: {last!r}); log:\n{proc.log_tail()}"
+    )
 
 
 @dataclass

@@ -64,6 +64,8 @@ class ClusterSpec:
     metadata_disks: bool = False
     broker_config: Mapping[str, str] = field(default_factory=lambda: dict(FAST_BROKER_SETTINGS))
     controller_config: Mapping[str, str] = field(default_factory=dict)
+    # Local mode: controllers on base_port, base_port+1, ..., then the brokers; None picks free ports.
+    base_port: int | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 50:
@@ -91,6 +93,7 @@ class ClusterSpec:
             "metadata_disks": self.metadata_disks,
             "broker_config": dict(self.broker_config),
             "controller_config": dict(self.controller_config),
+            "base_port": self.base_port,
         }
 
     @classmethod
@@ -108,6 +111,7 @@ class ClusterSpec:
             metadata_disks=bool(d.get("metadata_disks", False)),
             broker_config=dict(d.get("broker_config") or {}),  # type: ignore[call-overload]
             controller_config=dict(d.get("controller_config") or {}),  # type: ignore[call-overload]
+            base_port=d.get("base_port"),  # type: ignore[arg-type]
         )
 
 
