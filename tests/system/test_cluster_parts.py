@@ -229,3 +229,20 @@ def test_a_taken_base_port_creates_nothing(tmp_path: Path) -> None:
         with pytest.raises(ClusterError, match="in use"):
             LocalCluster.up(tmp_path / "c", ClusterSpec(brokers=1, dirs=1, controllers=1, base_port=taken))
     assert not (tmp_path / "c").exists()
+
+
+def test_client_commands_find_the_clusters_brokers_from_the_work_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tools.cli.errors import UserError
+    from tools.client.cli_support import cluster_bootstrap
+
+    monkeypatch.setenv("KRAFTPY_WORK", str(tmp_path / "none"))
+    with pytest.raises(UserError, match="--bootstrap-server is needed"):
+        cluster_bootstrap()
+    spec = ClusterSpec(brokers=2, dirs=1, controllers=1)
+    nodes = plan_nodes(spec, tmp_path, [9300, 9301, 9302])
+    with StateFile(tmp_path).locked():
+        StateFile(tmp_path).save(ClusterState(work_dir=str(tmp_path), cluster_id="c", spec=spec, nodes=nodes))
+    monkeypatch.setenv("KRAFTPY_WORK", str(tmp_path))
+    assert cluster_bootstrap() == "127.0.0.1:9301,127.0.0.1:9302"

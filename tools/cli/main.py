@@ -65,6 +65,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(e))
     args = parser.parse_args(words)
     try:
+        if hasattr(args, "bootstrap_server") and args.bootstrap_server is None:
+            from tools.client.cli_support import cluster_bootstrap
+
+            args.bootstrap_server = cluster_bootstrap()
         code = args.func(args)
     except UserError as e:
         print(f"kraftpy {args.command}: {e}", file=sys.stderr)

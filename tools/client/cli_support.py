@@ -14,10 +14,29 @@ from tools.cli.errors import UserError
 def add_bootstrap(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--bootstrap-server",
-        required=True,
         metavar="HOST:PORT[,...]",
-        help="a broker (or the controller) to connect to",
+        help="a broker (or the controller) to connect to; default: the brokers of the `kraftpy cluster` "
+        "in $KRAFTPY_WORK (else ./work/cluster)",
     )
+
+
+def cluster_bootstrap() -> str:
+    """The brokers of the local cluster in the default work dir, for commands given no
+    --bootstrap-server; UserError saying what to do when there is none."""
+    from tools.cluster.cluster import LocalCluster
+    from tools.cluster.errors import ClusterError
+    from tools.cluster.spec import default_work_dir
+
+    cluster = LocalCluster(default_work_dir())
+    if not cluster.exists():
+        raise UserError(
+            f"--bootstrap-server is needed: there is no cluster in {cluster.work_dir} "
+            "(set $KRAFTPY_WORK to a `kraftpy cluster` work dir, or name a broker)"
+        )
+    try:
+        return cluster.bootstrap_servers()
+    except ClusterError as e:
+        raise UserError(str(e)) from None
 
 
 def properties(items: Sequence[str] | None, flag: str) -> dict[str, str]:
