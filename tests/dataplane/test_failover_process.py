@@ -112,7 +112,7 @@ def test_follower_dir_failed(disk_cluster: tuple[DataCluster, dict[int, list[Any
         c.kraftpy("log-dirs", "describe", "--bootstrap-server", c.bootstrap, "--broker-list", str(follower))
     )
     dirs = {d["directoryId"]: d for d in doc["brokers"][0]["logDirs"]}
-    assert not dirs[dir_id]["online"] and dirs[dir_id]["error"] == "KafkaStorageException"
+    assert not dirs[dir_id]["online"] and dirs[dir_id]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
     assert not dirs[dir_id]["partitions"]
     assert all(d["online"] and d["totalBytes"] > 0 for i, d in dirs.items() if i != dir_id)
 

@@ -18,8 +18,11 @@ from tools.client.cli_support import add_bootstrap, int_list, run
 if TYPE_CHECKING:
     from tools.client import BrokerLogDirs
 
-# Kafka's exception names in kafka-log-dirs output, by error code.
-ERROR_NAMES = {56: "KafkaStorageException", 57: "LogDirNotFoundException"}
+# The exception kafka-log-dirs names for an error code: the class's full name, as Kafka prints it.
+ERROR_NAMES = {
+    56: "org.apache.kafka.common.errors.KafkaStorageException",
+    57: "org.apache.kafka.common.errors.LogDirNotFoundException",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -91,7 +94,7 @@ def _print_tables(doc: dict[str, Any]) -> None:
             table.add_row(
                 d["logDir"],
                 d["directoryId"],
-                "online" if d["online"] else f"[red]offline ({d['error']})[/]",
+                "online" if d["online"] else f"[red]offline ({str(d['error']).rsplit('.', 1)[-1]})[/]",
                 _bytes(d["totalBytes"]),
                 _bytes(d["usableBytes"]),
                 parts or "-",
@@ -131,5 +134,5 @@ async def _describe(args: argparse.Namespace) -> int:
     if args.table:
         _print_tables(doc)
     else:
-        print(json.dumps(doc))
+        print(json.dumps(doc, separators=(",", ":")))  # compact, as Kafka's Json.encodeAsString
     return 0 if len(answered) == len(results) else 1
