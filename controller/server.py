@@ -89,7 +89,6 @@ class ControllerServer:
         self._teardown = AsyncExitStack()
         self._loaded: LoadedMetadata | None = None
         self._core: QuorumControllerCore | None = None
-        self._metadata_errors = 0
         self._raft: RaftClient | None = None
         self._term: ActiveTerm | None = None
         self._snapshots: SnapshotGenerator | None = None
@@ -125,7 +124,6 @@ class ControllerServer:
         self.cluster_id = loaded.cluster_id
         self._core = loaded.core
         log_loaded(loaded)
-        self._metadata_errors = int(loaded.log.recovery.damaged_tail)
         voters = {v.id: f"http://{v.host}:{v.port}" for v in cfg.quorum_voters}
         raft = self._raft = RaftClient(
             loaded.log,
@@ -326,7 +324,7 @@ class ControllerServer:
             core=self._core,
             raft=self._raft,
             queue=self._term.queue if self._term is not None else None,
-            metadata_errors=self._metadata_errors,
+            metadata_errors=int(self._loaded.log.recovery.damaged_tail) if self._loaded is not None else 0,
         )
 
     def _health(self) -> dict[str, Any]:

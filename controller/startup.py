@@ -80,17 +80,7 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
 def log_loaded(loaded: LoadedMetadata) -> None:
     """What the load found, logged from the event loop (the load itself ran on the log's thread)."""
     mlog = loaded.log
-    if not mlog.recovery.clean:
-        torn = mlog.recovery.torn_tail
-        damaged = mlog.recovery.damaged_tail
-        (log.error if damaged else log.warning)(
-            "metadata log's last batch was whole but failed its CRC; cut, with any records it held "
-            "(see MetadataErrorCount)"
-            if damaged
-            else "metadata log had a torn tail; cut back to the last whole batch",
-            truncated_bytes=mlog.recovery.truncated_bytes,
-            reason=getattr(torn, "reason", None),
-        )
+    # A cut tail was logged by the log itself as it opened (once, with file and position).
     log.info(
         "metadata log replayed",
         records=loaded.replayed,

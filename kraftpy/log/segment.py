@@ -58,6 +58,9 @@ def parse_segment_file_name(file_name: str, suffix: str = LOG_SUFFIX) -> int | N
     return int(stem)
 
 
+CRC_MISMATCH = "CRC-32C mismatch"
+
+
 @dataclass(frozen=True, slots=True)
 class TornTail:
     """What recovery cut (or, read-only, would cut) from the end of the last segment."""
@@ -66,6 +69,12 @@ class TornTail:
     position: int
     bytes_removed: int
     reason: str
+
+    @property
+    def damaged(self) -> bool:
+        """A whole batch that failed its CRC: damage, not a write cut short by a crash (a torn write
+        leaves a batch shorter than its length), so its records may have been acknowledged."""
+        return self.reason.startswith(CRC_MISMATCH)
 
     def describe(self) -> dict[str, object]:
         return {
@@ -192,7 +201,7 @@ class LogSegment:
                     computed = crc32c(view[CRC_START:])
                     raise CorruptBatchError(
                         pos,
-                        f"CRC-32C mismatch in the batch at offset {h.base_offset}: "
+                        f"{CRC_MISMATCH} in the batch at offset {h.base_offset}: "
                         f"stored {h.crc:#010x}, computed {computed:#010x}",
                     )
                 # A whole batch with a valid CRC in the wrong place is not a torn write.

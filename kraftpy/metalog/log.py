@@ -117,9 +117,7 @@ class RecoveryReport:
 
     @property
     def damaged_tail(self) -> bool:
-        """The cut batch was whole but failed its CRC: damage, not a write cut short by a crash, and
-        its records may have been acknowledged (a torn write leaves a batch shorter than its length)."""
-        return self.torn_tail is not None and "CRC-32C mismatch" in self.torn_tail.reason
+        return self.torn_tail is not None and self.torn_tail.damaged
 
 
 class MetadataLog:
@@ -322,10 +320,9 @@ class MetadataLog:
             )
             return
         seg.flush()
-        damaged = "CRC-32C mismatch" in torn.reason
-        (log.error if damaged else log.warning)(
+        (log.error if torn.damaged else log.warning)(
             "metadata log recovery cut a damaged whole batch from the tail; records it held may have been acknowledged"
-            if damaged
+            if torn.damaged
             else "metadata log recovery cut a torn batch from the tail",
             file=str(torn.path),
             position=torn.position,
@@ -400,13 +397,9 @@ class MetadataLog:
     def _append_one(self, data: bytes, base: int, next_offset: int, epoch: int, ts: int) -> None:
         self._check_writable()
         if len(data) > self.config.max_batch_bytes:
-            raise LogError(
-                f"batch of {len(data)} bytes exceeds the {self.config.max_batch_bytes}-byte limit"
-            )
+            raise LogError(f"batch of {len(data)} bytes exceeds the {self.config.max_batch_bytes}-byte limit")
         if epoch < self._epochs.latest_epoch:
-            raise LogError(
-                f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}"
-            )
+            raise LogError(f"leader epoch {epoch} is older than the log's latest {self._epochs.latest_epoch}")
         seg = self._maybe_roll(len(data), ts, next_offset - 1)
         seg.append_batch(data, next_offset - 1, ts)
         self._unflushed.add(seg)
