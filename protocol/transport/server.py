@@ -20,7 +20,7 @@ import inspect
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 from aiohttp import web
@@ -38,6 +38,8 @@ import protocol.transport.codec as codec
 from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
+
+T = TypeVar("T")
 
 Handler = Callable[[Any, int], Awaitable[RpcMessage]]
 """`async handler(request_model, api_version) -> response_model`."""
@@ -184,12 +186,21 @@ def _error_body(code: Errors, message: str) -> dict[str, Any]:
 def _reply(
     obj: Any, encoding: Encoding, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> web.Response:
+    """`obj` (a wire dict, or bytes already encoded) as the response body."""
     return web.Response(
-        body=codec.encode(obj, encoding),
+        body=obj if isinstance(obj, bytes) else codec.encode(obj, encoding),
         status=status,
         content_type=codec.CONTENT_TYPES[encoding],
         headers=headers,
     )
+
+
+async def _run(off_loop: bool, fn: Callable[..., T], *args: Any) -> T:
+    """`fn(*args)`, on a worker thread when `off_loop`, where the GIL still hands the loop its turn
+    every few milliseconds; used for the bodies of large requests and their answers."""
+    if off_loop:
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+    return fn(*args)
 
 
 def _header_safe(text: str) -> str:
@@ -245,15 +256,10 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
             return _reply(
                 _error_body(Errors.REQUEST_TIMED_OUT, slow), encoding, 408
             ), Errors.REQUEST_TIMED_OUT
+        # A large body takes long to validate (a million uuids: about a second), and a large request
+        # tends to get a large answer (a Metadata naming 100,000 topics): both off the loop.
         large = len(body) > DECODE_OFF_LOOP_BYTES
-        if large:
-            # A large body takes long to validate (a million uuids: about a second): off the loop,
-            # where the GIL still hands the loop its turn every few milliseconds.
-            req = await asyncio.get_running_loop().run_in_executor(
-                None, _parse, spec, body, encoding, version
-            )
-        else:
-            req = _parse(spec, body, encoding, version)
+        req = await _run(large, _parse, spec, body, encoding, version)
     except KafkaError as e:
         status = 400
         return _reply(_error_body(e.code, e.message or e.code.name), encoding, status), e.code
@@ -266,25 +272,18 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
                 f"handler for {api} returned {type(resp).__name__}, not {spec.response_model.__name__}"
             )
         code = Errors(getattr(resp, "ErrorCode", 0) or 0)
-        if large:
-            # A large request tends to get a large answer (a Metadata naming 100,000 topics): encode
-            # it off the loop as well.
-            data = await asyncio.get_running_loop().run_in_executor(None, _encode, resp, version, encoding)
-            return web.Response(
-                body=data, status=200, content_type=codec.CONTENT_TYPES[encoding], headers=headers
-            ), code
-        wire = resp.to_wire(version, encoding)
+        payload = await _run(large, _encode, resp, version, encoding)
     except KafkaError as e:
         code = e.code
         if e.message:
             headers[codec.ERROR_MESSAGE_HEADER] = _header_safe(e.message)
-        wire = spec.error_response(code).to_wire(version, encoding)
+        payload = _encode(spec.error_response(code), version, encoding)
     except Exception:
         log.exception("rpc handler failed", api=api, api_version=version)
         code = Errors.UNKNOWN_SERVER_ERROR
         headers[codec.ERROR_MESSAGE_HEADER] = "Unexpected server error"
-        wire = spec.error_response(code).to_wire(version, encoding)
-    return _reply(wire, encoding, 200, headers), code
+        payload = _encode(spec.error_response(code), version, encoding)
+    return _reply(payload, encoding, 200, headers), code
 
 
 def _requested_version(request: web.Request, spec: ApiSpec) -> int:
