@@ -43,7 +43,7 @@ from tools.cluster.spec import (
     plan_nodes,
 )
 from tools.cluster.state import ClusterState, ProcessRecord, StateFile
-from tools.cluster.view import ClusterView, build_view
+from tools.cluster.view import ClusterView, build_view, is_active_controller
 
 Say = Callable[[str], None]
 LEFTOVER_NAMES = ("config", "logs", "disks")
@@ -241,10 +241,7 @@ class LocalCluster:
         if spec.multi_host:
             ports = None
         elif spec.base_port is not None:
-            try:
-                ports = launcher.ports_from(spec.base_port, count)
-            except ValueError as e:
-                raise ClusterError(str(e)) from None
+            ports = list(range(spec.base_port, spec.base_port + count))  # checked free before creating
         else:
             ports = launcher.free_ports(count)
         nodes = plan_nodes(spec, self.work_dir, ports, prefix)
@@ -346,8 +343,7 @@ class LocalCluster:
             running = [c for c in st.controllers if self.process_state(c.name, st)[1] == "running"]
             health = self.health([c.name for c in running], timeout=1.0)
             for c in running:
-                body = health.get(c.name, {}).get("body")
-                if isinstance(body, dict) and body.get("active") is True and c.node_id != other_than:
+                if is_active_controller(health.get(c.name)) and c.node_id != other_than:
                     return c
             if time.monotonic() > deadline:
                 raise ClusterError(
@@ -368,10 +364,7 @@ class LocalCluster:
         return self.stop_node(self.state.node_by_id(node_id).name, timeout=timeout, kill=kill)
 
     def start_broker(self, broker_id: int, *, wait: bool = True, timeout: float = 60.0) -> None:
-        name = self.broker(broker_id).name
-        self.start_node(name)
-        if wait:
-            self.wait_healthy([name], timeout)
+        self.start_node_id(self.broker(broker_id).node_id, wait=wait, timeout=timeout)
 
     def stop_node(self, name: str, *, timeout: float = 15.0, kill: bool = False) -> str:
         """SIGTERM (controlled shutdown for a broker) then SIGKILL after `timeout`; `kill` = SIGKILL now."""

@@ -105,6 +105,14 @@ class ClusterView:
         return asdict(self)
 
 
+def is_active_controller(health: dict[str, Any] | None) -> bool:
+    """A controller's /healthz probe result says it is the active controller (the Raft leader that
+    has taken over the state machine)."""
+    h = health or {}
+    body = h.get("body")
+    return h.get("status") == 200 and isinstance(body, dict) and body.get("active") is True
+
+
 def dir_label(broker_id: int, index: int) -> str:
     return f"b{broker_id}/d{index}"
 
@@ -140,7 +148,7 @@ def build_view(
         healthy = h.get("status") == 200 and pstate == "running"
         body = h.get("body") if isinstance(h.get("body"), dict) else None
         if n.role == "controller":
-            leader = healthy and body is not None and body.get("active") is True
+            leader = healthy and is_active_controller(h)
             return NodeView(n.name, n.node_id, n.role, n.bootstrap, pid, pstate, healthy, body, leader)
         reg = image.cluster.brokers.get(n.node_id) if image is not None else None
         online = 0
