@@ -33,7 +33,7 @@ from protocol.rpc.create_topics import CreateTopicsRequest
 from protocol.transport import RpcClient
 from tools.cluster.configs import write_broker_config, write_controller_config
 from tools.cluster.launcher import ProcessSet, free_ports, run_kraftpy
-from tools.cluster.layout import random_cluster_id
+from tools.cluster.layout import random_cluster_id, wait_until
 
 GOAL_BROKERS_P99_MS = 3000.0
 
@@ -47,13 +47,8 @@ def health(port: int) -> dict[str, Any] | None:
 
 
 def wait(what: str, check: Any, timeout: float = 60.0, every: float = 0.005) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()
-        if got:
-            return got
-        time.sleep(every)
-    raise SystemExit(f"timed out waiting for {what}")
+    """Poll often: the figures are the times these waits end."""
+    return wait_until(what, check, timeout, interval=every)
 
 
 class Quorum:

@@ -21,7 +21,6 @@ import pytest
 
 from kraftpy.metalog.checkpoints import read_quorum_state
 from protocol.errors import Errors
-from protocol.record_batch import read_batch_header
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
 from protocol.rpc.create_topics import CreateTopicsRequest
 from protocol.rpc.describe_cluster import DescribeClusterRequest
@@ -39,6 +38,8 @@ from tests.support.processes import (
     write_controller_config,
 )
 from tests.support.quorum_workload import broker_registration
+from tests.support.raft_logs import committed_prefix
+from tools.cluster.layout import wait_until
 
 VOTERS = (1, 2, 3)
 FAST = {
@@ -135,19 +136,6 @@ async def clients() -> AsyncIterator[list[RpcClient]]:
         await c.close()
 
 
-def committed_prefix(v: Voter, high_watermark: int) -> bytes:
-    """The bytes of every batch below `high_watermark` in the voter's log (one segment here)."""
-    (segment,) = sorted(v.log_dir.glob("*.log"))
-    data = segment.read_bytes()
-    pos = 0
-    while pos < len(data):
-        h = read_batch_header(data, pos)
-        if h.next_offset > high_watermark:
-            break
-        pos += h.size
-    return data[:pos]
-
-
 async def create_topic(client: RpcClient, name: str) -> int:
     req = CreateTopicsRequest(
         Topics=[CreateTopicsRequest.CreatableTopic(Name=name, NumPartitions=1, ReplicationFactor=-1)]
@@ -228,11 +216,11 @@ async def test_three_voters_elect_one_active_controller_that_survives_kill_9(
 
     # Everything the old leader had committed is in the new leader's log, byte for byte.
     hw = before["high_watermark"]
-    assert committed_prefix(new, hw) == committed_prefix(leader, hw)
+    assert committed_prefix(new.log_dir, hw) == committed_prefix(leader.log_dir, hw)
     # The survivors agree up to the least of their high watermarks (all committed there).
     h = [v.health() for v in quorum.alive()]
     common = min(x["high_watermark"] for x in h if x)
-    prefixes = {committed_prefix(v, common) for v in quorum.alive()}
+    prefixes = {committed_prefix(v.log_dir, common) for v in quorum.alive()}
     assert len(prefixes) == 1
 
     # The killed voter comes back as a follower and catches up.
@@ -245,7 +233,7 @@ async def test_three_voters_elect_one_active_controller_that_survives_kill_9(
         await asyncio.sleep(0.1)
     else:
         raise AssertionError(f"the restarted voter did not follow {new.node_id}: {leader.health()}")
-    assert committed_prefix(leader, common) == committed_prefix(new, common)
+    assert committed_prefix(leader.log_dir, common) == committed_prefix(new.log_dir, common)
 
 
 async def test_sigterm_of_the_leader_hands_over_at_once(quorum: Quorum) -> None:
@@ -402,24 +390,13 @@ class Broker:
             return None
 
 
-def wait_for(what: str, check: Any, timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 async def test_brokers_follow_the_active_controller_through_kill_9_and_report_a_dir_failure_to_it(
     quorum: Quorum, tmp_path: Path, clients: list[RpcClient]
 ) -> None:
     leader = quorum.wait_leader()
     brokers = [Broker(quorum, 10 + i, tmp_path) for i in range(2)]
     for b in brokers:
-        wait_for(
+        wait_until(
             f"broker {b.node_id} unfenced",
             lambda b=b: (h := b.health()) and h.get("broker_state") == "RUNNING",
             60,
@@ -432,7 +409,7 @@ async def test_brokers_follow_the_active_controller_through_kill_9_and_report_a_
     assert (await lc.call("CreateTopics", req)).Topics[0].ErrorCode == 0
 
     victim = brokers[0]
-    health = wait_for(
+    health = wait_until(
         "the victim's replicas placed",
         lambda: (
             (h := victim.health())
@@ -451,7 +428,7 @@ async def test_brokers_follow_the_active_controller_through_kill_9_and_report_a_
     new = quorum.wait_leader(timeout=30, exclude=leader.node_id)
     t0 = time.monotonic()
     for b in brokers:
-        wait_for(
+        wait_until(
             f"broker {b.node_id} on controller {new.node_id}",
             lambda b=b: (
                 (h := b.health())
@@ -462,7 +439,7 @@ async def test_brokers_follow_the_active_controller_through_kill_9_and_report_a_
         )
     print(f"\nbrokers on controller {new.node_id} {time.monotonic() - t0:.2f}s after it became active")
     # The heartbeat carrying OfflineLogDirs reached the new leader: it moved the dir's partitions.
-    wait_for(
+    wait_until(
         "the offline dir acknowledged",
         lambda: (
             (h := victim.health())

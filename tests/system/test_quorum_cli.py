@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from protocol.record_batch import read_batch_header
 from tests.support.processes import run_kraftpy
+from tests.support.raft_logs import committed_prefix
 from tools.cli.errors import UserError
 from tools.cli.quorum import (
     REPLICATION_HEADERS,
@@ -22,6 +22,7 @@ from tools.cli.quorum import (
     status_text,
     table_text,
 )
+from tools.cluster.layout import wait_until
 
 INFO = QuorumInfo(
     cluster_id="abc",
@@ -87,33 +88,8 @@ def _status(work: Path) -> dict[str, Any]:
     return json.loads(run_kraftpy("cluster", "status", "--work-dir", str(work), "--json").stdout)
 
 
-def _wait(what: str, check: Any, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        got = check()
-        if got:
-            return got
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-
-
 def _describe(address: str, what: str) -> str:
     return run_kraftpy("metadata", "quorum", "--bootstrap-controller", address, "describe", what).stdout
-
-
-def _committed_prefix(metadata_dir: str, high_watermark: int) -> bytes:
-    """The bytes of every batch below `high_watermark`, segments in offset order."""
-    out = b""
-    for segment in sorted((Path(metadata_dir) / "__cluster_metadata-0").glob("*.log")):
-        data = segment.read_bytes()
-        pos = 0
-        while pos < len(data):
-            h = read_batch_header(data, pos)
-            if h.next_offset > high_watermark:
-                return out + data[:pos]
-            pos += h.size
-        out += data
-    return out
 
 
 def _leader(st: dict[str, Any]) -> int | None:
@@ -159,7 +135,7 @@ def test_three_controllers_from_the_cluster_tool_survive_a_kill_of_the_leader(tm
             s = _status(work)
             return s if _leader(s) not in (None, leader) else None
 
-        st = _wait("a new leader", new_leader_known)
+        st = wait_until("a new leader", new_leader_known)
         new_leader = _leader(st)
         elected_s = time.monotonic() - killed_at
 
@@ -173,7 +149,7 @@ def test_three_controllers_from_the_cluster_tool_survive_a_kill_of_the_leader(tm
             )
             return s if ok else None
 
-        st = _wait("both brokers unfenced and following the new leader", on_new_leader)
+        st = wait_until("both brokers unfenced and following the new leader", on_new_leader)
         print(f"new leader {new_leader} seen {elected_s:.2f}s after the kill (status polled every 0.2s)")
         assert f"LeaderId:               {new_leader}\n" in _describe(address[follower], "--status")
 
@@ -188,8 +164,8 @@ def test_three_controllers_from_the_cluster_tool_survive_a_kill_of_the_leader(tm
             hw = next(c["health"]["high_watermark"] for c in s["controllers"] if c["leader"])
             return hw if all(e >= hw for e in ends.values()) else None
 
-        hw = _wait("the restarted voter catching up", caught_up)
-        prefixes = {n: _committed_prefix(meta[n], hw) for n in meta}
+        hw = wait_until("the restarted voter catching up", caught_up)
+        prefixes = {n: committed_prefix(Path(meta[n]) / "__cluster_metadata-0", hw) for n in meta}
         assert len(set(prefixes.values())) == 1, {n: len(p) for n, p in prefixes.items()}
         assert len(prefixes[leader]) > 0
         assert _leader(_status(work)) == new_leader

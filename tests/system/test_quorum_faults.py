@@ -21,12 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from protocol.record_batch import read_batch_header
 from tests.support.processes import ManagedProcess, ProcessSet, format_storage, random_cluster_id, run_kraftpy
+from tests.support.raft_logs import committed_prefix
 from tests.system.conftest import require_netns
 from tools.cluster import netns
 from tools.cluster.configs import controller_props, voters_string, with_extra, write_config
 from tools.cluster.launcher import node_command
+from tools.cluster.layout import wait_until
 
 pytestmark = [pytest.mark.system, pytest.mark.real, pytest.mark.slow]
 
@@ -89,20 +90,6 @@ class FaultRun:
             time.sleep(hold)
             netns.set_link(self.prefix, victim, up=True)
         time.sleep(self.rng.uniform(0.1, 1.5))
-
-
-def committed_prefix(log_dir: Path, high_watermark: int) -> bytes:
-    out = []
-    for segment in sorted(log_dir.glob("*.log")):
-        data = segment.read_bytes()
-        pos = 0
-        while pos < len(data):
-            h = read_batch_header(data, pos)
-            if h.next_offset > high_watermark:
-                return b"".join(out) + data[:pos]
-            pos += h.size
-        out.append(data)
-    return b"".join(out)
 
 
 def test_fifty_random_faults_lose_nothing_committed(tmp_path: Path) -> None:
@@ -177,16 +164,6 @@ def _quorum_state(run: FaultRun, i: int) -> tuple[int, int]:
     return (state.leader_id, state.leader_epoch) if state is not None else (-1, 0)
 
 
-def _wait(what: str, check: object, timeout: float) -> object:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = check()  # type: ignore[operator]
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
 def _logs_agree(run: FaultRun) -> bool:
     logs = [b"".join(p.read_bytes() for p in sorted(run.log_dir(i).glob("*.log"))) for i in VOTERS]
     longest = max(logs, key=len)
@@ -206,7 +183,7 @@ def test_a_leader_cut_off_from_the_others_resigns_and_a_new_one_is_elected(tmp_p
         run = FaultRun(tmp_path, procs, prefix, seed=1)
         for i in VOTERS:
             run.start(i)
-        old, epoch = _wait(
+        old, epoch = wait_until(
             "a leader",
             lambda: next(
                 (
@@ -220,7 +197,7 @@ def test_a_leader_cut_off_from_the_others_resigns_and_a_new_one_is_elected(tmp_p
         )  # type: ignore[misc]
         # Cut only once it is the active controller: its LeaderChange is committed, so the followers
         # fetch from it.
-        _wait(
+        wait_until(
             "it to be active, followed by the others",
             lambda: (
                 "became the active controller" in run.proc[old].log_text()
@@ -231,26 +208,27 @@ def test_a_leader_cut_off_from_the_others_resigns_and_a_new_one_is_elected(tmp_p
         t0 = time.monotonic()
         netns.set_link(prefix, old, up=False)
         others = [i for i in VOTERS if i != old]
-        new = _wait(
+        new = wait_until(
             "a new leader among the others",
             lambda: next(
                 (i for i in others if _quorum_state(run, i)[0] == i and _quorum_state(run, i)[1] > epoch),
                 None,
             ),
             10,
+            interval=0.02,
         )
         # The time is shown, not asserted (the issue's goal is two fetch timeouts, 4 s).
         elected_s = time.monotonic() - t0
-        _wait(
+        wait_until(
             "the old leader to resign",
             lambda: "resigned as the active controller" in run.proc[old].log_text(),
             30,
         )
         netns.set_link(prefix, old, up=True)
-        _wait("the old leader to follow the new one", lambda: _quorum_state(run, old)[0] == new, 20)
+        wait_until("the old leader to follow the new one", lambda: _quorum_state(run, old)[0] == new, 20)
         # The old leader's lone appends are cut once it follows: every voter's log becomes a prefix of
         # the longest.
-        _wait("the voters' logs to agree", lambda: _logs_agree(run), 30)
+        wait_until("the voters' logs to agree", lambda: _logs_agree(run), 30)
         # Killed, not stopped: a graceful stop would hand leadership around and append on the way.
         for i in VOTERS:
             run.proc[i].kill9()
