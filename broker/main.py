@@ -1,4 +1,5 @@
-"""`kraftpy-broker -c FILE`: run a KRaft broker with one or more log dirs (JBOD, KIP-858).
+"""`kraftpy-broker -c FILE`: run a broker with one or more log dirs (JBOD): a KRaft broker (KIP-858)
+when process.roles is set, a ZooKeeper-mode broker (KIP-112) when only zookeeper.connect is.
 
 Problems an operator can fix (a bad config, unformatted or unusable dirs, duplicate directory ids,
 no usable log dir, an unusable metadata.log.dir) print one line naming the problem and exit
@@ -55,6 +56,9 @@ def load_broker_config(path: str, overrides: dict[str, str]):  # -> KafkaConfig
 
     try:
         cfg = load_config(path, overrides)
+        if cfg.is_zk_mode:
+            cfg.require_zk()
+            return cfg
         cfg.require_kraft()
         if not cfg.is_broker:
             raise StartupError(
@@ -87,6 +91,45 @@ async def _serve(cfg, dirs, *, dataplane: bool = True) -> int:  # type: ignore[n
     return await server.run()
 
 
+async def _serve_zk(cfg, *, dataplane: bool = True) -> int:  # type: ignore[no-untyped-def]
+    """ZooKeeper mode: the cluster id comes from ZooKeeper, so the dirs are checked once connected."""
+    from broker.startup import StartupError
+    from broker.zk.registration import get_or_create_cluster_id
+    from broker.zk.server import ZkBrokerServer
+    from broker.zk.storage import load_zk_broker_dirs
+    from kraftpy.zookeeper import ZkClient, ZkError
+
+    assert cfg.zookeeper_connect is not None
+    zk = ZkClient(
+        cfg.zookeeper_connect,
+        session_timeout_ms=cfg.zookeeper_session_timeout_ms,
+        connect_timeout_s=cfg.zk_connection_timeout_s,
+    )
+    try:
+        await zk.start()
+        cluster_id = await get_or_create_cluster_id(zk)
+        dirs = await asyncio.to_thread(load_zk_broker_dirs, cfg, cluster_id)
+    except ZkError as e:
+        await zk.close()
+        raise StartupError(e.message) from None
+    except BaseException:
+        await zk.close()
+        raise
+    server = ZkBrokerServer(cfg, zk, dirs, dataplane=dataplane)
+    server.started_at = PROCESS_START
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, server.request_shutdown)
+    try:
+        await server.start()
+    except (StartupError, ZkError) as e:
+        await server._stop()
+        if isinstance(e, ZkError):
+            raise StartupError(e.message) from None
+        raise
+    return await server.run()
+
+
 def _raise_open_file_limit() -> None:
     """Use the hard limit on open files: every segment of every open partition log holds one."""
     import resource
@@ -113,6 +156,15 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     configure_process_logging(role="broker", node_id=cfg.node_id, level=args.log_level.upper())
     _raise_open_file_limit()
+    if cfg.is_zk_mode:
+        try:
+            with event_loop_runner() as runner:
+                return runner.run(_serve_zk(cfg, dataplane=not args.control_plane_only))
+        except StartupError as e:
+            print(f"kraftpy-broker: {e}", file=sys.stderr)
+            return EXIT_FAILURE
+        except KeyboardInterrupt:
+            return 130
     try:
         dirs = load_broker_dirs(cfg)
     except StartupError as e:

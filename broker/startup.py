@@ -49,15 +49,15 @@ class BrokerDirs:
         return sorted(self.log_dirs.values())
 
 
-def _probe(path: str, dir_id: Uuid) -> str | None:
-    probe_dir = LogDir(path, dir_id, default_timeout=None)
+def probe_dir(path: str, dir_id: Uuid) -> str | None:
+    ld = LogDir(path, dir_id, default_timeout=None)
     try:
-        probe_dir.probe()
+        ld.probe()
         return None
     except OSError as e:
         return f"I/O error probing the dir: {e.strerror or e}"
     finally:
-        probe_dir.close()
+        ld.close()
 
 
 def load_broker_dirs(cfg: KafkaConfig) -> BrokerDirs:
@@ -69,7 +69,7 @@ def load_broker_dirs(cfg: KafkaConfig) -> BrokerDirs:
     offline: dict[str, str] = {d: r for d, r in node.offline.items() if d in cfg.log_dir_list}
     probed: dict[str, str] = {}
     for path, dir_id in sorted(node.online.items()):
-        reason = _probe(path, dir_id)
+        reason = probe_dir(path, dir_id)
         if reason is not None:
             probed[path] = reason
             log.error(

@@ -254,6 +254,11 @@ class KafkaConfig(BaseModel):
     # -- ZooKeeper migration (KIP-866)
     zookeeper_metadata_migration_enable: Bool = Field(False, alias="zookeeper.metadata.migration.enable")
     zookeeper_connect: Str | None = Field(None, alias="zookeeper.connect")
+    zookeeper_session_timeout_ms: Int = Field(18000, alias="zookeeper.session.timeout.ms", ge=1)
+    zookeeper_connection_timeout_ms: Int | None = Field(None, alias="zookeeper.connection.timeout.ms")
+    controlled_shutdown_enable: Bool = Field(True, alias="controlled.shutdown.enable")
+    controlled_shutdown_max_retries: Int = Field(3, alias="controlled.shutdown.max.retries", ge=0)
+    controlled_shutdown_retry_backoff_ms: Long = Field(5000, alias="controlled.shutdown.retry.backoff.ms", ge=0)
 
     # Every key from the file as given, known or not (Kafka's "originals").
     _originals: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -273,8 +278,12 @@ class KafkaConfig(BaseModel):
         unknown = sorted(k for k in props if k not in known)
         for key in unknown:
             log.warning("unknown config key ignored", key=key, file=source)
+        given = {k: v for k, v in props.items() if k in known}
+        if "broker.id" in given and "node.id" not in given and not given.get("process.roles"):
+            # ZooKeeper mode names a broker by broker.id; the rest of the broker reads node.id.
+            given["node.id"] = given["broker.id"]
         try:
-            cfg = cls.model_validate({k: v for k, v in props.items() if k in known})
+            cfg = cls.model_validate(given)
         except ValidationError as e:
             err = e.errors(include_url=False)[0]
             key = str(err["loc"][0]) if err["loc"] else "?"
@@ -428,6 +437,24 @@ class KafkaConfig(BaseModel):
         if self.log_retention_minutes is not None:
             return self.log_retention_minutes * 60_000
         return self.log_retention_hours * 3600_000
+
+    @property
+    def is_zk_mode(self) -> bool:
+        """Kafka's rule: zookeeper.connect without process.roles is a ZooKeeper-mode broker."""
+        return bool(self.zookeeper_connect) and not self.process_roles
+
+    @property
+    def zk_connection_timeout_s(self) -> float:
+        ms = self.zookeeper_connection_timeout_ms
+        return (self.zookeeper_session_timeout_ms if ms is None else ms) / 1000
+
+    def require_zk(self) -> None:
+        """What a ZooKeeper-mode broker needs: a broker id (broker.id, or node.id as its synonym)."""
+        src = self._source
+        if not self.is_zk_mode:
+            raise ConfigError(f"{src}: zookeeper.connect is not set, or process.roles is: not a ZooKeeper-mode broker")
+        if self.node_id < 0:
+            raise ConfigError(f"{src}: broker.id must be set to a value >= 0 in ZooKeeper mode")
 
     def require_kraft(self) -> None:
         """What every KRaft process and `storage format` needs: roles, a node id and controller listener names."""

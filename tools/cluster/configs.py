@@ -68,6 +68,29 @@ def broker_props(
     return props
 
 
+def zk_broker_props(
+    *,
+    broker_id: int,
+    port: int,
+    log_dirs: Sequence[str | Path],
+    zookeeper: str,
+    rack: str | None = None,
+    host: str = LOOPBACK,
+) -> dict[str, str]:
+    """A ZooKeeper-mode broker (no process.roles) serving PLAINTEXT://host:port with `log_dirs`."""
+    props = {
+        "broker.id": str(broker_id),
+        "zookeeper.connect": zookeeper,
+        "listeners": f"{BROKER_LISTENER}://{host}:{port}",
+        "inter.broker.listener.name": BROKER_LISTENER,
+        "listener.security.protocol.map": f"{BROKER_LISTENER}:PLAINTEXT",
+        "log.dirs": ",".join(str(d) for d in log_dirs),
+    }
+    if rack is not None:
+        props["broker.rack"] = rack
+    return props
+
+
 def with_extra(props: dict[str, str], extra: Mapping[str, object] | None) -> dict[str, str]:
     """`props` overridden by `extra`, its values written as a .properties file holds them."""
     for key, value in (extra or {}).items():
@@ -110,7 +133,51 @@ def broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[st
     return props
 
 
+def zookeeper_properties(node: NodePlan) -> dict[str, str]:
+    """zoo.cfg of a standalone ZooKeeper: its data under the work dir, no admin server, the four-letter
+    words the tools probe with."""
+    return {
+        "tickTime": "1000",
+        "dataDir": node.metadata_dir,
+        "clientPort": str(node.port),
+        "clientPortAddress": node.host,
+        "maxClientCnxns": "0",
+        "admin.enableServer": "false",
+        "4lw.commands.whitelist": "ruok,srvr,mntr,stat",
+    }
+
+
+def zookeeper_connect(nodes: Sequence[NodePlan]) -> str | None:
+    """zookeeper.connect for the plan's ZooKeeper node, None for a KRaft cluster."""
+    zk = next((n for n in nodes if n.role == "zookeeper"), None)
+    return f"{zk.host}:{zk.port}" if zk is not None else None
+
+
+def zk_broker_properties(node: NodePlan, connect: str, spec: ClusterSpec) -> dict[str, str]:
+    props = zk_broker_props(
+        broker_id=node.node_id,
+        port=node.port,
+        log_dirs=[d.path for d in node.log_dirs],
+        zookeeper=connect,
+        host=node.host,
+    )
+    props["num.partitions"] = "3"
+    props["default.replication.factor"] = str(min(3, spec.brokers))
+    props["min.insync.replicas"] = str(min(2, spec.brokers))
+    # The KRaft timings of the spec have ZooKeeper-mode equivalents: a broker is dead when its session is.
+    session = spec.broker_config.get("broker.session.timeout.ms")
+    if session is not None:
+        props["zookeeper.session.timeout.ms"] = str(max(int(session), 2000))
+    props.update({k: v for k, v in spec.broker_config.items() if not k.startswith("broker.")})
+    return props
+
+
 def node_properties(node: NodePlan, nodes: Sequence[NodePlan], spec: ClusterSpec) -> dict[str, str]:
+    if node.role == "zookeeper":
+        return zookeeper_properties(node)
+    connect = zookeeper_connect(nodes)
+    if connect is not None:
+        return zk_broker_properties(node, connect, spec)
     voters = quorum_voters(nodes)
     if node.role == "controller":
         return controller_properties(node, voters, spec)

@@ -48,8 +48,35 @@ _children: dict[int, subprocess.Popen[bytes]] = {}
 # ---- commands --------------------------------------------------------------------------------------
 
 
+ZOOKEEPER_CLASSPATH = "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-simple.jar"
+
+
+def zookeeper_command(config: str | os.PathLike[str]) -> list[str]:
+    """argv of Debian's ZooKeeper run standalone from `config` (zoo.cfg), logging warnings to stderr
+    (the jar has no logging binding of its own: slf4j-simple gives it one)."""
+    return [
+        "java",
+        "-Xmx256m",
+        "-Dzookeeper.jmx.log4j.disable=true",
+        "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+        "-cp",
+        ZOOKEEPER_CLASSPATH,
+        "org.apache.zookeeper.server.ZooKeeperServerMain",
+        os.fspath(config),
+    ]
+
+
+def zookeeper_available() -> bool:
+    import shutil
+
+    return shutil.which("java") is not None and all(os.path.exists(j) for j in ZOOKEEPER_CLASSPATH.split(":"))
+
+
 def node_command(role: str, config: str | os.PathLike[str], *args: str) -> list[str]:
-    """argv of `kraftpy-controller -c FILE` or `kraftpy-broker -c FILE` from this environment."""
+    """argv of `kraftpy-controller -c FILE` or `kraftpy-broker -c FILE` from this environment (or of
+    the ZooKeeper server of a ZooKeeper-mode cluster)."""
+    if role == "zookeeper":
+        return zookeeper_command(config)
     script = BIN / f"kraftpy-{role}"
     if script.exists():
         return [str(script), "-c", os.fspath(config), *args]
