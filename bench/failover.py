@@ -1,19 +1,25 @@
 """Failover of a leader's log dir, step by step: 3 brokers x 3 real-filesystem dirs, a 30-partition RF=3
-topic under continuous acks=all production, Kafka's default 2000 ms broker heartbeat.
+topic under continuous acks=all production, Kafka's default 2000 ms broker heartbeat (KRaft) or
+ZooKeeper session (ZooKeeper mode).
 
-    .venv/bin/python bench/failover.py [--trials 20] [--rate 1000] [--work-dir DIR] [--fs ext4]
+    .venv/bin/python bench/failover.py [--mode kraft|zk|both] [--trials 20] [--rate 1000] [--work-dir DIR] [--fs ext4]
 
 Each trial fails (filesystem shutdown: EIO) the dir that holds the most partition leaders, measures,
 then stops that broker, heals the disk, starts it again and waits until every replica is back in
 sync. Per trial, from the moment of the fault:
 - detection:   the broker marks the dir offline (its "log dir failed" log line);
-- report:      the controller commits the change (timestamp of the batch holding the
+- report:      KRaft: the controller commits the change (timestamp of the batch holding the
                BrokerRegistrationChangeRecord without that dir; its PartitionChangeRecords are in it);
-- propagation: every live broker's metadata image holds the new leaders (each broker's /healthz
-               metadata_offset reaches the last of those PartitionChangeRecords; polled every few ms);
+               ZooKeeper mode: the controller has the broker's KAFKA_STORAGE_ERROR answers (its
+               "replicas on offline log dirs" log line);
+- propagation: every live broker's metadata holds the new leaders (KRaft: each broker's /healthz
+               metadata_offset reaches the last of those PartitionChangeRecords; ZooKeeper mode: each
+               broker's Metadata answer shows them; both polled every few ms);
 - stall:       the producer's longest gap, over the partitions that lost their leader, between the last
                acknowledgement before the fault and the first one after it.
-Prints p50 and p99 of each (with 20 trials p99 is the worst trial). Needs root and loop devices.
+Prints p50 and p99 of each (with 20 trials p99 is the worst trial); `--mode both` runs ZooKeeper mode
+after KRaft mode on the same kind of disks with the same settings and prints them side by side.
+Needs root and loop devices (and Debian's zookeeper package for ZooKeeper mode).
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.cluster.cluster import LocalCluster
-from tools.cluster.probe import fetch
+from tools.cluster.probe import METADATA_SCHEME, fetch
 from tools.cluster.spec import ClusterSpec
 from tools.cluster.timeline import detection_ms, failover_timeline
 from tools.cluster.view import ClusterView
@@ -95,6 +101,59 @@ class OffsetPoller:
         return None
 
 
+class LeaderPoller:
+    """ZooKeeper mode: samples each broker's Metadata answer every few ms from a thread per broker and
+    records when it first shows none of `partitions` led by `victim`."""
+
+    def __init__(
+        self, urls: dict[int, str], victim: int, partitions: set[int], interval_s: float = 0.005
+    ) -> None:
+        self.urls = urls
+        self.victim = victim
+        self.partitions = partitions
+        self.interval = interval_s
+        self.moved: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=self._run, args=(b,), daemon=True) for b in urls]
+
+    def _run(self, broker: int) -> None:
+        url = METADATA_SCHEME + self.urls[broker]
+        while not self._stop.is_set() and broker not in self.moved:
+            body = fetch(url, timeout=0.5).get("body")
+            if isinstance(body, dict):
+                leaders = {
+                    p["PartitionIndex"]: p["LeaderId"]
+                    for t in body.get("Topics") or []
+                    if t.get("Name") == TOPIC
+                    for p in t.get("Partitions") or []
+                }
+                if leaders and all(leaders.get(p, -1) not in (-1, self.victim) for p in self.partitions):
+                    self.moved[broker] = int(time.time() * 1000)
+            time.sleep(self.interval)
+
+    def __enter__(self) -> LeaderPoller:
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(2)
+
+
+def zk_report_ms(cluster: LocalCluster, victim: int, fault_ms: int) -> int | None:
+    """When the ZooKeeper-mode controller learnt which of `victim`'s replicas are offline."""
+    from tools.cluster.timeline import log_events
+
+    times = []
+    for b in cluster.brokers:
+        for e in log_events(b.log, "replicas on offline log dirs"):
+            if e.get("broker") == victim and e["ts_ms"] >= fault_ms:
+                times.append(e["ts_ms"])
+    return min(times) if times else None
+
+
 def pick_victim(view: ClusterView) -> tuple[int, int, str]:
     """The (broker, dir index, label) holding the most partition leaders."""
     counts: dict[str, int] = {}
@@ -127,6 +186,41 @@ def in_sync(view: ClusterView) -> bool:
     return bool(parts) and all(
         p.leader >= 0 and len(p.isr) == len(p.replicas) and not p.offline for p in parts
     )
+
+
+def zk_trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None]:
+    view = cluster.wait_until(in_sync, 120, "every replica in sync before the trial")
+    victim, index, label = pick_victim(view)
+    lost = {p.partition for p in view.topic(TOPIC) if p.leader == victim and label in p.directories}
+    affected = [p for p in view.topic(TOPIC) if label in p.directories]
+    urls = {b.node_id: b.url for b in cluster.brokers}
+    dplan = cluster.dir_plan(victim, index)
+    with LeaderPoller(urls, victim, lost) as poller:
+        time.sleep(0.3)
+        FAULT_TIMES.clear()
+        cluster.fail_dir(victim, index)
+        fault_ms = FAULT_TIMES[-1]
+        deadline = time.monotonic() + 60
+        while len(poller.moved) < len(urls) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)  # let the producer's retries land
+    detected = detection_ms(cluster.broker(victim).log, dplan.path, fault_ms)
+    report = zk_report_ms(cluster, victim, fault_ms)
+    result = {
+        "detection": detected - fault_ms if detected is not None else None,
+        "report": report - fault_ms if report is not None else None,
+        "propagation": max(poller.moved.values()) - fault_ms if len(poller.moved) == len(urls) else None,
+        "stall": producer_stall(ack_file, lost, fault_ms),
+    }
+    print(
+        f"trial {n:2d}: broker {victim} dir {label} ({len(lost)} leaders, {len(affected)} replicas): "
+        + ", ".join(f"{k} {v if v is not None else '-'} ms" for k, v in result.items()),
+        flush=True,
+    )
+    cluster.stop_broker(victim, timeout=20)
+    cluster.heal_dir(victim, index, timeout=30)
+    cluster.start_broker(victim)
+    return result
 
 
 def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None]:
@@ -198,8 +292,59 @@ def percentile(values: list[int], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
+LABELS = {
+    "detection": "detection (broker marks dir offline)",
+    "report": "report (controller knows the offline replicas)",
+    "propagation": "propagation (every live broker has new leaders)",
+    "stall": "producer stall (last ack before -> first after)",
+}
+
+
+def run_mode(mode: str, args: argparse.Namespace, work: Path) -> list[dict[str, int | None]]:
+    zk = mode == "zk"
+    # Kafka's timing: KRaft heartbeat 2000 ms, session 9000 ms; ZooKeeper session 18000 ms; probes 1000 ms.
+    spec = ClusterSpec(
+        brokers=3,
+        dirs=3,
+        real_disks=True,
+        fs=(args.fs,),
+        broker_config={"min.insync.replicas": "2"},
+        zookeeper=zk,
+    )
+    what = (
+        "ZooKeeper mode, zookeeper.session.timeout.ms=18000"
+        if zk
+        else "KRaft, broker.heartbeat.interval.ms=2000"
+    )
+    print(f"[{mode}] cluster in {work}: 3 brokers x 3 {args.fs} loop-device dirs, {what}", flush=True)
+    cluster = LocalCluster.up(work / "cluster", spec, timeout=180)
+    results: list[dict[str, int | None]] = []
+    producer = None
+    try:
+        cluster.create_topic(TOPIC, PARTITIONS, 3, timeout=60)
+        producer = cluster.start_producer(TOPIC, work / "acks.txt", rate=args.rate, value_size=100)
+        while producer.tail.acked < 100:
+            producer.tail.poll()
+            time.sleep(0.1)
+        print(
+            f"[{mode}] {PARTITIONS}-partition RF=3 topic under {args.rate:.0f} msg/s acks=all, idempotent",
+            flush=True,
+        )
+        one = zk_trial if zk else trial
+        for n in range(1, args.trials + 1):
+            results.append(one(cluster, work / "acks.txt", n))
+        acks = producer.stop()
+        print(f"[{mode}] producer: {len(acks.acked)} acknowledged, {len(acks.failed)} failed", flush=True)
+    finally:
+        if producer is not None:
+            producer.kill()
+        cluster.down()
+    return results
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--mode", choices=("kraft", "zk", "both"), default="kraft")
     ap.add_argument("--trials", type=int, default=20)
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (1000)")
     ap.add_argument("--work-dir", type=Path, help="default: a temporary dir")
@@ -213,65 +358,46 @@ def main() -> int:
     configure_cli_logging("ERROR")
     _time_the_ioctl()
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="kraftpy-bench-failover-"))
-    # Kafka's timing: heartbeat 2000 ms, session 9000 ms; probes at their 1000 ms default.
-    spec = ClusterSpec(
-        brokers=3, dirs=3, real_disks=True, fs=(args.fs,), broker_config={"min.insync.replicas": "2"}
-    )
-    print(
-        f"cluster in {work}: 3 brokers x 3 {args.fs} loop-device dirs, broker.heartbeat.interval.ms=2000",
-        flush=True,
-    )
-    cluster = LocalCluster.up(work / "cluster", spec, timeout=180)
-    results: list[dict[str, int | None]] = []
-    producer = None
+    modes = ["kraft", "zk"] if args.mode == "both" else [args.mode]
+    runs: dict[str, list[dict[str, int | None]]] = {}
     try:
-        cluster.create_topic(TOPIC, PARTITIONS, 3, timeout=60)
-        producer = cluster.start_producer(TOPIC, work / "acks.txt", rate=args.rate, value_size=100)
-        while producer.tail.acked < 100:
-            producer.tail.poll()
-            time.sleep(0.1)
-        print(
-            f"{PARTITIONS}-partition RF=3 topic under {args.rate:.0f} msg/s acks=all, idempotent", flush=True
-        )
-        for n in range(1, args.trials + 1):
-            results.append(trial(cluster, work / "acks.txt", n))
-        acks = producer.stop()
-        print(f"producer: {len(acks.acked)} acknowledged, {len(acks.failed)} failed", flush=True)
+        for mode in modes:
+            runs[mode] = run_mode(mode, args, work / mode)
     finally:
-        if producer is not None:
-            producer.kill()
-        cluster.down()
         if args.work_dir is None:
             shutil.rmtree(work, ignore_errors=True)  # a temporary dir: nothing in it is kept
 
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"dir failover, {len(results)} trials (ms after the fault)")
-    for col in ("step", "p50", "p99", "max", "trials measured"):
-        table.add_column(col, justify="right" if col != "step" else "left")
-    labels = {
-        "detection": "detection (broker marks dir offline)",
-        "report": "report (controller commits the change)",
-        "propagation": "propagation (every live broker has new leaders)",
-        "stall": "producer stall (last ack before -> first after)",
-    }
-    for m in METRICS:
-        vals = [int(r[m]) for r in results if r[m] is not None]
-        if vals:
-            table.add_row(
-                labels[m],
-                f"{percentile(vals, 0.5):.0f}",
-                f"{percentile(vals, 0.99):.0f}",
-                str(max(vals)),
-                str(len(vals)),
-            )
-        else:
-            table.add_row(labels[m], "-", "-", "-", "0")
-    Console(width=120).print(table)
-    if results:
-        means = {m: statistics.fmean([r[m] for r in results if r[m] is not None] or [0]) for m in METRICS}  # type: ignore[misc]
-        print("means: " + ", ".join(f"{m} {v:.0f} ms" for m, v in means.items()))
+    names = {"kraft": "KRaft", "zk": "ZooKeeper"}
+    table = Table(
+        title="dir failover (ms after the fault): "
+        + ", ".join(f"{names[m]} {len(r)} trials" for m, r in runs.items())
+    )
+    table.add_column("step")
+    for m in runs:
+        for col in ("p50", "p99", "max", "n"):
+            table.add_column(f"{names[m]} {col}", justify="right")
+    for metric in METRICS:
+        row = [LABELS[metric]]
+        for results in runs.values():
+            vals = [int(r[metric]) for r in results if r[metric] is not None]
+            if vals:
+                row += [
+                    f"{percentile(vals, 0.5):.0f}",
+                    f"{percentile(vals, 0.99):.0f}",
+                    str(max(vals)),
+                    str(len(vals)),
+                ]
+            else:
+                row += ["-", "-", "-", "0"]
+        table.add_row(*row)
+    Console(width=160).print(table)
+    for mode, results in runs.items():
+        if results:
+            means = {m: statistics.fmean([r[m] for r in results if r[m] is not None] or [0]) for m in METRICS}  # type: ignore[misc]
+            print(f"{names[mode]} means: " + ", ".join(f"{m} {v:.0f} ms" for m, v in means.items()))
     return 0
 
 

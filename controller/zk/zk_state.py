@@ -131,6 +131,15 @@ async def read_log_dir_events(zk: ZkClient, children: Iterable[str]) -> dict[str
 
 async def write(zk: ZkClient, epoch_zk_version: int, writes: list[ZkWrite], core: ZkControllerCore) -> None:
     ops: list[CheckOp | CreateOp | SetOp | DeleteOp] = [CheckOp(znodes.CONTROLLER_EPOCH, epoch_zk_version)]
+    parents: set[str] = set()
+
+    async def parent(path: str) -> None:
+        # Each missing parent once, however many of its partitions this write creates.
+        if path not in parents:
+            parents.add(path)
+            if await zk.exists(path) is None:
+                ops.append(CreateOp(path, b""))
+
     for w in writes:
         if isinstance(w, PartitionStateWrite):
             st = w.state
@@ -143,10 +152,8 @@ async def write(zk: ZkClient, epoch_zk_version: int, writes: list[ZkWrite], core
             ).to_bytes()
             topic, p = w.tp
             if w.expected_version is None:
-                if await zk.exists(znodes.partitions_path(topic)) is None:
-                    ops.append(CreateOp(znodes.partitions_path(topic), b""))
-                if await zk.exists(znodes.partition_path(topic, p)) is None:
-                    ops.append(CreateOp(znodes.partition_path(topic, p), b""))
+                await parent(znodes.partitions_path(topic))
+                await parent(znodes.partition_path(topic, p))
                 ops.append(CreateOp(znodes.partition_state_path(topic, p), data))
             else:
                 ops.append(SetOp(znodes.partition_state_path(topic, p), data, version=w.expected_version))

@@ -25,7 +25,9 @@ A local cluster from generated configs (Kafka property names): a quorum of contr
                                resignation), start, or SIGKILL one node, broker or controller
 By default log dirs are plain directories under the work dir (works anywhere). With --real-disks
 (root) each is its own loop-device filesystem; with --multi-host (root) each node runs in its own
-network namespace on a bridge (10.200.0.0/24). Work dir: --work-dir, else $KRAFTPY_WORK, else ./work/cluster.
+network namespace on a bridge (10.200.0.0/24). With --zookeeper the cluster runs in ZooKeeper mode
+(KIP-112): one ZooKeeper server instead of the controllers, and one of the brokers is the controller.
+Work dir: --work-dir, else $KRAFTPY_WORK, else ./work/cluster.
 """
 
 
@@ -49,6 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=int,
         metavar="PORT",
         help="controllers on PORT, PORT+1, ..., then the brokers (default: free ports picked at random)",
+    )
+    p.add_argument(
+        "--zookeeper",
+        action="store_true",
+        help="ZooKeeper mode (KIP-112): a ZooKeeper server and ZooKeeper-mode brokers, no KRaft controllers",
     )
     p.add_argument("--real-disks", action="store_true", help="each log dir on its own loop-device fs (root)")
     p.add_argument(
@@ -158,6 +165,7 @@ def _up(args: argparse.Namespace) -> int:
             disk_size=args.disk_size,
             restart=args.restart,
             broker_config=broker_config,
+            zookeeper=args.zookeeper,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
@@ -192,7 +200,9 @@ def _status(args: argparse.Namespace) -> int:
     cluster = _existing(args)
     try:
         if args.json:
-            json.dump(cluster.view().to_json(), sys.stdout, indent=2, default=str)
+            out = cluster.view().to_json()
+            out["zookeeper"] = cluster.state.zookeeper
+            json.dump(out, sys.stdout, indent=2, default=str)
             print()
         else:
             _print_view(cluster, args.topic)

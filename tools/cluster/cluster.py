@@ -124,13 +124,43 @@ class LocalCluster:
         return self.process_state(name)[1] == "running"
 
     def image(self, state: ClusterState | None = None) -> Any | None:
-        """The metadata image the active controller's log ends in."""
-        return read_image(self.active_controller(state).metadata_dir)
+        """The metadata image the active controller's log ends in (in ZooKeeper mode, a running
+        broker's Metadata answer: `zk_view`)."""
+        st = state or self.state
+        if st.zookeeper is not None:
+            return self._zk_image(st)
+        return read_image(self.active_controller(st).metadata_dir)
+
+    def _zk_image(self, st: ClusterState) -> Any | None:
+        from tools.cluster.probe import METADATA_SCHEME
+        from tools.cluster.zk_view import image_from_metadata
+
+        running = [b for b in st.brokers if self.process_state(b.name, st)[1] == "running"]
+        if not running:
+            return None
+        health = self.health([b.name for b in running])
+        bodies = {n: h.get("body") if isinstance(h.get("body"), dict) else None for n, h in health.items()}
+        for b in running:
+            url = METADATA_SCHEME + b.url
+            answer = probe_all([url], self.client_netns, 2.0)[url]
+            if answer.get("status") == 200 and isinstance(answer.get("body"), dict):
+                return image_from_metadata(answer["body"], st.brokers, bodies)
+        raise ClusterError("no running broker answered Metadata")
+
+    def zk_controller(self, state: ClusterState | None = None) -> NodePlan | None:
+        """In ZooKeeper mode, the broker whose /healthz says it is the controller."""
+        st = state or self.state
+        health = self.health([b.name for b in st.brokers if self.process_state(b.name, st)[1] == "running"])
+        for b in st.brokers:
+            body = health.get(b.name, {}).get("body")
+            if isinstance(body, dict) and (body.get("controller") or {}).get("active"):
+                return b
+        return None
 
     def health(self, names: Sequence[str] | None = None, timeout: float = 1.0) -> dict[str, dict[str, Any]]:
         st = self.state
         nodes = [n for n in st.nodes if names is None or n.name in names]
-        urls = {f"{n.url}/healthz": n.name for n in nodes}
+        urls = {(n.url if n.role == "zookeeper" else f"{n.url}/healthz"): n.name for n in nodes}
         results = probe_all(list(urls), self.client_netns, timeout)
         return {urls[u]: r for u, r in results.items()}
 
@@ -167,7 +197,19 @@ class LocalCluster:
                 else:
                     faults[dp.path] = "failed" if disk_faults.is_failed_plain(dp) else None
                     use[dp.path] = (disk_faults.used_bytes(dp) if usage else None, None)
+        directory_ids = dict(st.directory_ids)
+        if st.zookeeper is not None:
+            # ZooKeeper-mode dirs have no directory.id on disk: each broker names its own in /healthz.
+            from tools.cluster.zk_view import online_dirs
+
+            for h in (health or self.health([b.name for b in st.brokers if b.name in running])).values():
+                body = h.get("body") if isinstance(h.get("body"), dict) else None
+                directory_ids.update(online_dirs(body))
+                for path, failed in ((body or {}).get("dirs") or {}).get("offline", {}).items():
+                    if isinstance(failed, dict) and failed.get("directory_id"):
+                        directory_ids[path] = failed["directory_id"]
         mode = "multi-host" if st.spec.multi_host else "local"
+        mode += ", ZooKeeper" if st.zookeeper is not None else ""
         mode += ", real disks" if st.spec.real_disks else ", plain dirs"
         return build_view(
             work_dir=str(self.work_dir),
@@ -177,7 +219,7 @@ class LocalCluster:
             processes=processes,
             health=health,
             image=image,
-            directory_ids=st.directory_ids,
+            directory_ids=directory_ids,
             faults=faults,
             usage=use,
             notes=tuple(notes),
@@ -219,7 +261,7 @@ class LocalCluster:
             )
         if spec.base_port is not None and not spec.multi_host:
             try:
-                launcher.ports_from(spec.base_port, spec.brokers + spec.controllers)
+                launcher.ports_from(spec.base_port, spec.brokers + spec.servers)
             except ValueError as e:
                 raise ClusterError(str(e)) from None
         if spec.multi_host:
@@ -230,6 +272,11 @@ class LocalCluster:
             why = disk_faults.real_disks_available(spec.fs)
             if why:
                 raise ClusterError(why)
+        if spec.zookeeper and not launcher.zookeeper_available():
+            raise ClusterError(
+                "ZooKeeper mode needs java and Debian's zookeeper package "
+                f"({launcher.ZOOKEEPER_CLASSPATH}); `./dev setup` installs them"
+            )
 
     def _create(self, spec: ClusterSpec, say: Say, cluster_id: str | None) -> None:
         from protocol.uuid import Uuid
@@ -237,7 +284,7 @@ class LocalCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(say)
         prefix = f"kp{secrets.token_hex(3)}" if spec.multi_host else None
-        count = spec.brokers + spec.controllers
+        count = spec.brokers + spec.servers
         if spec.multi_host:
             ports = None
         elif spec.base_port is not None:
@@ -274,12 +321,19 @@ class LocalCluster:
         dir_ids: dict[str, str] = {}
         for n in nodes:
             write_config(n.config, node_properties(n, nodes, spec), f"{n.name} (kraftpy cluster)")
-            dir_ids.update(_format(n, state.cluster_id))
+            if n.role == "zookeeper":
+                Path(n.metadata_dir).mkdir(parents=True, exist_ok=True)
+            elif not spec.zookeeper:
+                # ZooKeeper-mode brokers format nothing: they write meta.properties v0 at first start.
+                dir_ids.update(_format(n, state.cluster_id))
         with self.store.locked():
             st = self.store.load()
             st.directory_ids = dir_ids
             self.store.save(st)
-        say(f"configs in {self.work_dir / 'config'}, storage formatted (cluster id {state.cluster_id})")
+        if spec.zookeeper:
+            say(f"configs in {self.work_dir / 'config'} (ZooKeeper mode, cluster id {state.cluster_id})")
+        else:
+            say(f"configs in {self.work_dir / 'config'}, storage formatted (cluster id {state.cluster_id})")
 
     def _remove_leftovers(self, say: Say) -> None:
         """Data of an earlier cluster in this work dir (its state file is gone, so it is down)."""
@@ -301,6 +355,9 @@ class LocalCluster:
     # ================================================================== processes
 
     def start_all(self, *, say: Say = _quiet, timeout: float = 60.0) -> None:
+        if self.state.zookeeper is not None:
+            self._start_all_zk(say=say, timeout=timeout)
+            return
         controllers = self.controllers
         for c in controllers:
             self.start_node(c.name)
@@ -317,6 +374,52 @@ class LocalCluster:
             st.phase = "up"
             self.store.save(st)
         say(f"{len(self.brokers)} brokers healthy and unfenced: {self.bootstrap_servers()}")
+
+    def _start_all_zk(self, *, say: Say, timeout: float) -> None:
+        st = self.state
+        zk = st.zookeeper_node
+        assert zk is not None
+        self.start_node(zk.name)
+        self.wait_healthy([zk.name], timeout)
+        say(f"ZooKeeper serving at {st.zookeeper}")
+        if st.cluster_id:
+            self._seed_cluster_id(st)
+        for b in self.brokers:
+            self.start_node(b.name)
+        self.wait_healthy([b.name for b in self.brokers], timeout)
+        self.wait_unfenced([b.node_id for b in self.brokers], timeout)
+        controller = self._wait_zk_controller(timeout)
+        with self.store.locked():
+            st = self.store.load()
+            st.phase = "up"
+            self.store.save(st)
+        say(
+            f"{len(self.brokers)} ZooKeeper-mode brokers registered, broker {controller.node_id} is the "
+            f"controller: {self.bootstrap_servers()}"
+        )
+
+    def _seed_cluster_id(self, st: ClusterState) -> None:
+        """`/cluster/id` before any broker starts, so the cluster has the id the state file records
+        (zookeeper-shell's `create`, run where ZooKeeper is reachable)."""
+        data = json.dumps({"version": "1", "id": st.cluster_id}, separators=(",", ":"))
+        argv = launcher.kraftpy_command(
+            "zk", "--zookeeper", st.zookeeper or "", "create", "/cluster/id", data
+        )
+        out = subprocess.run(
+            self.client_command(argv), capture_output=True, text=True, timeout=60, check=False
+        )
+        if out.returncode != 0:
+            raise ClusterError(f"cannot write /cluster/id: {out.stderr.strip() or out.stdout.strip()}")
+
+    def _wait_zk_controller(self, timeout: float) -> NodePlan:
+        deadline = time.monotonic() + timeout
+        while True:
+            c = self.zk_controller()
+            if c is not None:
+                return c
+            if time.monotonic() > deadline:
+                raise ClusterError(f"no broker became the ZooKeeper-mode controller after {timeout:.0f}s")
+            time.sleep(0.1)
 
     def start_node(self, name: str) -> int:
         with self.store.locked():
@@ -602,7 +705,7 @@ class LocalCluster:
         if st.supervisor_pid and st.supervisor_start_time is not None:
             launcher.stop(st.supervisor_pid, st.supervisor_start_time, 5.0)
         # Brokers first and together (each runs a controlled shutdown, which needs the controller).
-        groups = [st.controllers, st.brokers] if controller_first else [st.brokers, st.controllers]
+        groups = [st.servers, st.brokers] if controller_first else [st.brokers, st.servers]
         for group in groups:
             recs = [(n, st.processes[n.name]) for n in group if n.name in st.processes]
             ended = launcher.stop_many([(r.pid, r.start_time) for _n, r in recs], timeout)

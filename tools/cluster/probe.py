@@ -1,4 +1,5 @@
-"""HTTP probes of the nodes: `/healthz` and `/metrics`, standard library only.
+"""HTTP probes of the nodes: `/healthz` and `/metrics`, standard library only; and ZooKeeper's
+`ruok` for a `zk://host:port` address (200 when it answers `imok`).
 
 In multi-host mode the nodes' addresses exist only inside the test network, so the probe runs there:
 `nsenter --net=/run/netns/<client ns> -- python -m tools.cluster.probe URL...` prints one JSON
@@ -17,8 +18,27 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 
+def ruok(host: str, port: int, timeout: float = 1.0) -> bool:
+    """ZooKeeper's four-letter health word: a serving server answers `imok`."""
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as sock:
+            sock.sendall(b"ruok")
+            return sock.recv(16) == b"imok"
+    except OSError:
+        return False
+
+
 def fetch(url: str, timeout: float = 1.0) -> dict[str, Any]:
     """{"status": HTTP status or None, "body": parsed JSON or text, "error": text or None}."""
+    if url.startswith(METADATA_SCHEME):
+        return _metadata(url[len(METADATA_SCHEME) :], timeout)
+    if url.startswith("zk://"):
+        host, _, port = url[len("zk://") :].rpartition(":")
+        if ruok(host, int(port), timeout):
+            return {"status": 200, "body": {"status": "ok", "ruok": "imok"}, "error": None}
+        return {"status": None, "body": None, "error": "no imok answer to ruok"}
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             status, raw = resp.status, resp.read()
@@ -34,6 +54,29 @@ def fetch(url: str, timeout: float = 1.0) -> dict[str, Any]:
         except ValueError:
             pass
     return {"status": status, "body": body, "error": None}
+
+
+METADATA_SCHEME = "metadata+"
+"""`metadata+http://host:port`: a broker's Metadata answer for every topic (JSON, Kafka's field names)."""
+
+
+def _metadata(base: str, timeout: float) -> dict[str, Any]:
+    body = json.dumps(
+        {"Topics": None, "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
+    ).encode()
+    req = urllib.request.Request(
+        f"{base}/rpc/Metadata",
+        data=body,
+        headers={"Content-Type": "application/json", "Accept": "application/json", "Kafka-Api-Version": "12"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return {"status": resp.status, "body": json.loads(resp.read()), "error": None}
+    except urllib.error.HTTPError as e:
+        return {"status": e.code, "body": None, "error": str(e)}
+    except (OSError, ValueError) as e:
+        return {"status": None, "body": None, "error": str(getattr(e, "reason", e))}
 
 
 def fetch_many(urls: Sequence[str], timeout: float = 1.0) -> dict[str, dict[str, Any]]:

@@ -34,6 +34,8 @@ SUBNET_PREFIX = "10.200.0."
 HOST_OFFSET = 10
 CONTROLLER_PORT = 9093
 BROKER_PORT = 9092
+ZOOKEEPER_PORT = 2181
+ZOOKEEPER_NODE = "zookeeper"
 DEFAULT_WORK_DIR = Path("work") / "cluster"
 WORK_ENV = "KRAFTPY_WORK"
 DATA_SUBDIR = "data"
@@ -66,6 +68,13 @@ class ClusterSpec:
     controller_config: Mapping[str, str] = field(default_factory=dict)
     # Local mode: controllers on base_port, base_port+1, ..., then the brokers; None picks free ports.
     base_port: int | None = None
+    # ZooKeeper mode (KIP-112): one ZooKeeper server and ZooKeeper-mode brokers, no KRaft controllers.
+    zookeeper: bool = False
+
+    @property
+    def servers(self) -> int:
+        """Nodes that are not brokers: the controllers, or the ZooKeeper server in ZooKeeper mode."""
+        return 1 if self.zookeeper else self.controllers
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 50:
@@ -94,6 +103,7 @@ class ClusterSpec:
             "broker_config": dict(self.broker_config),
             "controller_config": dict(self.controller_config),
             "base_port": self.base_port,
+            "zookeeper": self.zookeeper,
         }
 
     @classmethod
@@ -112,6 +122,7 @@ class ClusterSpec:
             broker_config=dict(d.get("broker_config") or {}),  # type: ignore[call-overload]
             controller_config=dict(d.get("controller_config") or {}),  # type: ignore[call-overload]
             base_port=d.get("base_port"),  # type: ignore[arg-type]
+            zookeeper=bool(d.get("zookeeper", False)),
         )
 
 
@@ -143,10 +154,14 @@ class NodePlan:
 
     @property
     def url(self) -> str:
+        if self.role == "zookeeper":
+            return f"zk://{self.host}:{self.port}"
         return f"http://{self.host}:{self.port}"
 
     @property
     def listener(self) -> str:
+        if self.role == "zookeeper":
+            return f"{self.host}:{self.port}"
         name = CONTROLLER_LISTENER if self.role == "controller" else BROKER_LISTENER
         return f"{name}://{self.host}:{self.port}"
 
@@ -211,7 +226,7 @@ def plan_nodes(
     """Controllers 3000.. first, then brokers 1..N. Local mode takes `ports` (one per node, controllers
     first); multi-host mode gives the i-th node the address 10.200.0.(10+i) in namespace `<prefix>-n<i>`."""
     work_dir = Path(os.path.abspath(work_dir))
-    count = spec.brokers + spec.controllers
+    count = spec.brokers + spec.servers
     if spec.multi_host:
         if not netns_prefix:
             raise ValueError("multi-host mode needs a namespace prefix")
@@ -225,7 +240,23 @@ def plan_nodes(
         return LOOPBACK, ports[i], None
 
     nodes: list[NodePlan] = []
-    for c in range(spec.controllers):
+    if spec.zookeeper:
+        host, port, ns = addr(0, ZOOKEEPER_PORT)
+        nodes.append(
+            NodePlan(
+                name=ZOOKEEPER_NODE,
+                node_id=0,
+                role="zookeeper",
+                host=host,
+                port=port,
+                config=str(work_dir / "config" / "zoo.cfg"),
+                log=str(work_dir / "logs" / f"{ZOOKEEPER_NODE}.log"),
+                metadata_dir=str(work_dir / ZOOKEEPER_NODE / "data"),
+                netns=ns,
+                host_index=1,
+            )
+        )
+    for c in range(0 if spec.zookeeper else spec.controllers):
         host, port, ns = addr(c, CONTROLLER_PORT)
         node_id = CONTROLLER_ID + c
         name = f"controller-{node_id}"
@@ -243,7 +274,7 @@ def plan_nodes(
             )
         )
     for b in range(1, spec.brokers + 1):
-        host, port, ns = addr(spec.controllers + b - 1, BROKER_PORT)
+        host, port, ns = addr(spec.servers + b - 1, BROKER_PORT)
         name = f"broker-{b}"
         base = work_dir / name
         dirs = []
@@ -278,7 +309,7 @@ def plan_nodes(
                 metadata_dir=meta_disk.path if meta_disk else str(base / "meta"),
                 log_dirs=tuple(dirs),
                 netns=ns,
-                host_index=spec.controllers + b,
+                host_index=spec.servers + b,
                 metadata_disk=meta_disk,
             )
         )
@@ -299,4 +330,4 @@ def client_netns(prefix: str, spec: ClusterSpec) -> str:
 
 
 def client_host_index(spec: ClusterSpec) -> int:
-    return spec.brokers + spec.controllers + 1
+    return spec.brokers + spec.servers + 1

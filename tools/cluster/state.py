@@ -84,6 +84,22 @@ class ClusterState:
         return [n for n in self.nodes if n.role == "controller"]
 
     @property
+    def zookeeper_node(self) -> NodePlan | None:
+        """The ZooKeeper server of a ZooKeeper-mode cluster."""
+        return next((n for n in self.nodes if n.role == "zookeeper"), None)
+
+    @property
+    def zookeeper(self) -> str | None:
+        """zookeeper.connect of a ZooKeeper-mode cluster, None for a KRaft one."""
+        zk = self.zookeeper_node
+        return f"{zk.host}:{zk.port}" if zk is not None else None
+
+    @property
+    def servers(self) -> list[NodePlan]:
+        """What brokers depend on: the controllers, or the ZooKeeper server."""
+        return [n for n in self.nodes if n.role in ("controller", "zookeeper")]
+
+    @property
     def brokers(self) -> list[NodePlan]:
         return [n for n in self.nodes if n.role == "broker"]
 

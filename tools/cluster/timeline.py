@@ -44,6 +44,27 @@ def iso_ms(text: str) -> int | None:
     return int(dt.timestamp() * 1000)
 
 
+def log_events(log: str | Path, event: str) -> list[dict[str, object]]:
+    """The JSON log lines of `log` whose event is `event`, each with its time as `ts_ms`."""
+    try:
+        lines = Path(log).read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        if event not in line or not line.startswith("{"):
+            continue
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        t = iso_ms(str(d.get("timestamp", "")))
+        if d.get("event") == event and t is not None:
+            d["ts_ms"] = t
+            out.append(d)
+    return out
+
+
 def detection_ms(broker_log: str | Path, dir_path: str, after_ms: int) -> int | None:
     """Time of the broker's first "log dir failed" line for `dir_path` at or after `after_ms`."""
     try:

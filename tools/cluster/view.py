@@ -147,6 +147,8 @@ def build_view(
         h = health.get(n.name) or {}
         healthy = h.get("status") == 200 and pstate == "running"
         body = h.get("body") if isinstance(h.get("body"), dict) else None
+        if n.role == "zookeeper":
+            return NodeView(n.name, n.node_id, n.role, n.bootstrap, pid, pstate, healthy, body)
         if n.role == "controller":
             leader = healthy and is_active_controller(h)
             return NodeView(n.name, n.node_id, n.role, n.bootstrap, pid, pstate, healthy, body, leader)
@@ -171,7 +173,8 @@ def build_view(
             dirs=len(n.log_dirs),
         )
 
-    controllers = tuple(node_view(n) for n in nodes if n.role == "controller")
+    # In ZooKeeper mode the ZooKeeper server stands where the controllers do.
+    controllers = tuple(node_view(n) for n in nodes if n.role in ("controller", "zookeeper"))
     brokers = [n for n in nodes if n.role == "broker"]
     dirs: list[DirView] = []
     for n in brokers:
