@@ -48,3 +48,4 @@ def require_root() -> None:
 
 
 from tests.disk_fixtures import real_disks  # noqa: F401, E402
+from tests.support.zk_server import zk_server  # noqa: F401, E402

@@ -236,3 +236,17 @@ def test_preferred_leaders_return_once_the_imbalance_passes_the_threshold() -> N
     )
     applied(core, core.on_preferred_election_check())
     assert core.states[("t", 0)].leader == 1
+
+
+def test_placement_spreads_leaders_and_followers_like_admin_utils() -> None:
+    import random
+
+    import pytest
+
+    from controller.zk.placement import PlacementError, assign_replicas
+
+    got = assign_replicas([3, 1, 2], 6, 3, rng=random.Random(4))
+    assert sorted(r[0] for r in got.values()) == [1, 1, 2, 2, 3, 3]
+    assert all(len(set(r)) == 3 for r in got.values())
+    with pytest.raises(PlacementError, match="larger than available brokers: 3"):
+        assign_replicas([1, 2, 3], 1, 4, rng=random.Random(0))
