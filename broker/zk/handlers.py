@@ -15,7 +15,7 @@ which replicas sat in a failed dir.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
@@ -47,13 +47,16 @@ class ZkBrokerApis:
         dataplane: DataPlane | None,
         cache: ZkMetadataCache,
         broker_epoch: Callable[[], int],
+        topic_configs: Callable[[list[str]], Awaitable[dict[str, dict[str, str]]]] | None = None,
         on_metadata: Callable[[], None] = lambda: None,
     ) -> None:
+        """`topic_configs`: reads the configs of the topics named (from `/config/topics/<t>`)."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.dataplane = dataplane
         self.cache = cache
         self._broker_epoch = broker_epoch
+        self._topic_configs = topic_configs
         self._on_metadata = on_metadata
         self.controller_epoch = -1
         self.controller_id = -1
@@ -148,7 +151,9 @@ class ZkBrokerApis:
             error = self._fence(req.ControllerId, req.ControllerEpoch, req.BrokerEpoch)
             if error != Errors.NONE:
                 return UpdateMetadataResponse(ErrorCode=error)
-            image = self.cache.update(req)
+            new = self.cache.new_topics(req)
+            configs = await self._topic_configs(new) if new and self._topic_configs is not None else {}
+            image = self.cache.update(req, configs)
             self.log_manager.update_metadata(image)
             if self.dataplane is not None:
                 self.dataplane.publish_soon(image, [], [], full=False)

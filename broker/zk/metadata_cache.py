@@ -10,11 +10,15 @@ rule for "is this replica online" stays the one in `kraftpy.metadata.replicas`:
   MIGRATING (the id KIP-858 gives replicas whose dir the metadata does not know), which the one
   rule counts as online on a broker registered without dirs;
 - a broker missing from LiveBrokers is unregistered; a partition whose leader is -2
-  (LeaderDuringDelete) takes its topic out of the image.
+  (LeaderDuringDelete) takes its topic out of the image;
+- a topic's configs (min.insync.replicas, retention...) are not in UpdateMetadata: ZooKeeper
+  holds them in `/config/topics/<t>`, which the broker reads when the topic first appears
+  (Kafka reads them from there too), and they enter the image as ConfigRecords.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from kraftpy.image import MetadataDelta, MetadataImage
@@ -23,6 +27,7 @@ from protocol import metadata_records as mr
 from protocol.uuid import LOST, MIGRATING, Uuid
 
 LEADER_DURING_DELETE = -2
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 # Kafka's SecurityProtocol ids by name.
 _SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 
@@ -33,8 +38,15 @@ class ZkMetadataCache:
         self.controller_id = -1
         self.controller_epoch = -1
 
-    def update(self, req: Any) -> MetadataImage:
-        """Apply one UpdateMetadata request (Kafka's field names); returns the new image."""
+    def new_topics(self, req: Any) -> list[str]:
+        """Topics the request names that the image does not know yet (their configs must be read)."""
+        return sorted(
+            {t.TopicName for t in req.TopicStates if self.image.topics.get_topic(t.TopicName) is None}
+        )
+
+    def update(self, req: Any, configs: Mapping[str, Mapping[str, str]] | None = None) -> MetadataImage:
+        """Apply one UpdateMetadata request (Kafka's field names), with `configs` (topic -> its
+        `/config/topics/<t>` entries) for the topics it adds; returns the new image."""
         delta = MetadataDelta(self.image)
         if self.image.metadata_version is None:
             delta.replay(mr.FeatureLevelRecord(Name="metadata.version", FeatureLevel=LATEST_PRODUCTION_LEVEL))
@@ -43,6 +55,11 @@ class ZkMetadataCache:
         for topic in req.TopicStates:
             for ps in topic.PartitionStates:
                 self._partition(delta, topic.TopicName, topic.TopicId, ps, removed)
+        for topic, entries in (configs or {}).items():
+            for name, value in sorted(entries.items()):
+                delta.replay(
+                    mr.ConfigRecord(ResourceType=TOPIC_RESOURCE, ResourceName=topic, Name=name, Value=value)
+                )
         self.image = delta.apply()
         self.controller_id = req.ControllerId
         self.controller_epoch = req.ControllerEpoch

@@ -158,6 +158,7 @@ class ZkBrokerServer:
             dataplane=self.dataplane,
             cache=self.cache,
             broker_epoch=lambda: self.broker_epoch,
+            topic_configs=self._topic_configs,
         )
         handlers = {
             **self.apis.handlers(),
@@ -276,6 +277,22 @@ class ZkBrokerServer:
         shell, self.controller = self.controller, None
         if shell is not None:
             await shell.stop()
+
+    async def _topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for t in topics:
+            try:
+                found = await self.zk.get(znodes.topic_config_path(t))
+            except ZkError as e:
+                log.warning("cannot read a topic's configs", topic=t, error=e.message)
+                continue
+            if found is None:
+                continue
+            try:
+                out[t] = znodes.TopicConfigZnode.from_bytes(found[0]).config
+            except znodes.ZnodeDecodeError as e:
+                log.warning("ignoring an unreadable topic config znode", topic=t, error=str(e))
+        return out
 
     def _controller_url(self) -> str | None:
         election = self.election

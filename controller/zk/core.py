@@ -499,6 +499,8 @@ class ZkControllerCore:
                 continue
             ev.batch.add_stop_replica(b, tp, st.leader_epoch, False)
             if b not in st.isr and st.leader != b:
+                # Nothing to write, but every broker must learn the replica is offline now.
+                ev.batch.add_update_metadata(set(self.live), [ev.out(tp)])
                 continue
             isr = st.isr if st.isr == (b,) else tuple(r for r in st.isr if r != b)
             leader = NO_LEADER if st.leader == b else st.leader

@@ -1,4 +1,6 @@
-"""KIP-112's three system-test scenarios, in KRaft mode, on real loop-device filesystems.
+"""KIP-112's three system-test scenarios, in KRaft mode and in ZooKeeper mode (as KIP-112 was
+designed, and as Kafka's log_dir_failure_test runs them: once per quorum type), on real loop-device
+filesystems.
 
 As in the KIP (and Kafka's log_dir_failure_test): 3 brokers with two log dirs each, a topic of one
 partition with three replicas under a producer and a consumer, then a dir made unusable. Kafka's
@@ -10,8 +12,8 @@ down (every I/O fails with EIO), the failure a dying disk gives.
 - the topic description shows the expected leader, ISR and offline replicas;
 - a producer and a consumer work on the topic without message loss or duplication.
 Then the damaged broker must still serve a new topic on its good dir once the other brokers are gone.
-Two more failures ride on the end of these clusters: every log dir failed, and the metadata.log.dir
-failed; in both the broker shuts down.
+Two more failures ride on the end of these clusters: every log dir failed, and (KRaft: a ZooKeeper-mode
+broker has no metadata log) the metadata.log.dir failed; in both the broker shuts down.
 """
 
 from __future__ import annotations
@@ -37,6 +39,18 @@ pytestmark = [pytest.mark.system, pytest.mark.real, pytest.mark.slow]
 TOPIC_1 = "test_topic_1"  # min.insync.replicas 1: the one the damaged broker serves alone
 TOPIC_2 = "test_topic_2"  # min.insync.replicas 2: the one under traffic when the dir fails
 WAIT_S = 60.0
+
+
+@pytest.fixture(params=["kraft", "zk"])
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _cluster(make_cluster, mode: str, **kw: object) -> LocalCluster:  # type: ignore[no-untyped-def]
+    if mode == "zk":
+        kw.pop("metadata_disks", None)
+        return make_cluster(brokers=3, dirs=2, zookeeper=True, **kw)
+    return make_cluster(brokers=3, dirs=2, **kw)
 
 
 def _serve_new_topic_alone(cluster: LocalCluster, damaged: int, bad_index: int, tmp_path: Path) -> int:
@@ -70,9 +84,9 @@ def _assert_dir_failed_at_runtime(cluster: LocalCluster, broker_id: int, index: 
     assert all(b.process == "running" for b in cluster.view(probe=False).brokers)
 
 
-def test_broker_bootstraps_with_a_bad_log_dir(make_cluster, tmp_path: Path) -> None:
+def test_broker_bootstraps_with_a_bad_log_dir(make_cluster, mode: str, tmp_path: Path) -> None:
     """KIP-112 scenario 1: the leader is killed, its dir goes bad while it is down, it starts again."""
-    cluster = make_cluster(brokers=3, dirs=2)
+    cluster = _cluster(make_cluster, mode)
     cluster.create_topic(TOPIC_2, 1, 3, configs={"min.insync.replicas": "2"})
     producer = start_traffic(cluster, TOPIC_2, tmp_path / "acks-topic2.txt")
     view = cluster.view(probe=False)
@@ -90,6 +104,12 @@ def test_broker_bootstraps_with_a_bad_log_dir(make_cluster, tmp_path: Path) -> N
         lambda v: v.broker(leader).state == "unfenced", WAIT_S, f"broker {leader} unfenced with one dir"
     )
 
+    # KRaft: the broker is unfenced only once its replica there is reported LOST. ZooKeeper mode has
+    # no such gate: the controller learns it from the broker's answer to the LeaderAndIsr it sends
+    # the broker that came back.
+    view = cluster.wait_until(
+        lambda v: v.partition(TOPIC_2, 0).offline == (leader,), WAIT_S, f"broker {leader}'s replica offline"
+    )
     bad_path = cluster.dir_plan(leader, bad).path
     startup = log_lines(cluster, leader, "log dir unusable at startup")
     assert any(s.get("path") == bad_path for s in startup), f"no startup error for {bad_path}"
@@ -106,9 +126,9 @@ def test_broker_bootstraps_with_a_bad_log_dir(make_cluster, tmp_path: Path) -> N
     _serve_new_topic_alone(cluster, leader, bad, tmp_path)
 
 
-def test_leader_dir_fails_at_runtime(make_cluster, tmp_path: Path) -> None:
+def test_leader_dir_fails_at_runtime(make_cluster, mode: str, tmp_path: Path) -> None:
     """KIP-112 scenario 2, then every dir of that broker failed: it shuts down."""
-    cluster = make_cluster(brokers=3, dirs=2)
+    cluster = _cluster(make_cluster, mode)
     cluster.create_topic(TOPIC_2, 1, 3, configs={"min.insync.replicas": "2"})
     producer = start_traffic(cluster, TOPIC_2, tmp_path / "acks-topic2.txt")
     view = cluster.view(probe=False)
@@ -139,9 +159,9 @@ def test_leader_dir_fails_at_runtime(make_cluster, tmp_path: Path) -> None:
     assert any("all log dirs are offline" in r for r in reasons), reasons
 
 
-def test_follower_dir_fails_at_runtime(make_cluster, tmp_path: Path) -> None:
-    """KIP-112 scenario 3, then that broker's metadata.log.dir fails: it shuts down."""
-    cluster = make_cluster(brokers=3, dirs=2, metadata_disks=True)
+def test_follower_dir_fails_at_runtime(make_cluster, mode: str, tmp_path: Path) -> None:
+    """KIP-112 scenario 3, then (KRaft) that broker's metadata.log.dir fails: it shuts down."""
+    cluster = _cluster(make_cluster, mode, metadata_disks=True)
     cluster.create_topic(TOPIC_2, 1, 3, configs={"min.insync.replicas": "2"})
     producer = start_traffic(cluster, TOPIC_2, tmp_path / "acks-topic2.txt")
     view = cluster.view(probe=False)
@@ -165,6 +185,8 @@ def test_follower_dir_fails_at_runtime(make_cluster, tmp_path: Path) -> None:
 
     _serve_new_topic_alone(cluster, follower, bad, tmp_path)
 
+    if mode == "zk":
+        return
     cluster.fail_metadata_dir(follower)
     wait_exit(cluster, follower)
     reasons = [d.get("reason", "") for d in log_lines(cluster, follower, "broker shutting down")]

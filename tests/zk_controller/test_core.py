@@ -250,3 +250,15 @@ def test_placement_spreads_leaders_and_followers_like_admin_utils() -> None:
     assert all(len(set(r)) == 3 for r in got.values())
     with pytest.raises(PlacementError, match="larger than available brokers: 3"):
         assign_replicas([1, 2, 3], 1, 4, rng=random.Random(0))
+
+
+def test_a_replica_already_out_of_the_isr_is_published_offline() -> None:
+    """A broker that restarts with the replica's dir dead: it is out of the ISR already, and
+    UpdateMetadata must still list it in OfflineReplicas."""
+    core = cluster(1, 2, 3, topics={"t": {0: (1, 2, 3)}})
+    applied(core, core.on_broker_change(brokers(1, 3)))
+    applied(core, core.on_broker_change({**brokers(1, 3), 2: broker(2, epoch=500)}))
+    result = applied(core, core.on_leader_and_isr_response(2, {("t", 0): Errors.KAFKA_STORAGE_ERROR}))
+    assert [w for w in result.writes] == []
+    um = of(result, UpdateMetadataOut, 1)[0]
+    assert {p.tp: p.offline_replicas for p in um.partitions} == {("t", 0): (2,)}
