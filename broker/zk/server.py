@@ -229,6 +229,8 @@ class ZkBrokerServer:
     # ---- ZooKeeper session and controllership --------------------------------------------------
 
     def _on_session(self, state: str) -> None:
+        if self.stopped.is_set():
+            return  # our own close
         if state == "LOST":
             self._session_lost = True
             self.registered = False

@@ -140,6 +140,9 @@ class LocalCluster:
             return None
         health = self.health([b.name for b in running])
         bodies = {n: h.get("body") if isinstance(h.get("body"), dict) else None for n, h in health.items()}
+        # The controller's own cache first: it is updated first, and a broker that was cut off (a
+        # frozen process, an expired session) may answer from a stale one.
+        running.sort(key=lambda b: not ((bodies.get(b.name) or {}).get("controller") or {}).get("active"))
         for b in running:
             url = METADATA_SCHEME + b.url
             answer = probe_all([url], self.client_netns, 2.0)[url]
