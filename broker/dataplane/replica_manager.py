@@ -564,6 +564,13 @@ def _append_as_leader(
     # this batch waited must not write it with its old epoch.
     if not hp.state.is_leader or hp.state.leader_epoch != leader_epoch:
         raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no longer the leader of {hp.tp}")
+    # The same leader may start a new epoch (ZooKeeper mode bumps it on every ISR change the
+    # controller makes): once the new epoch has its start offset in the log, on this same thread, a
+    # batch of the old epoch must not land after it, or the log would hold old-epoch records past the
+    # point the epoch cache says the old epoch ended, and followers would truncate there forever.
+    latest = log.latest_epoch
+    if latest is not None and latest > leader_epoch:
+        raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"{hp.tp} moved to leader epoch {latest}")
     return log.append_as_leader(records, leader_epoch)
 
 

@@ -9,6 +9,7 @@ new epoch, and the controller treats it as a broker that came back.
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import structlog
@@ -21,6 +22,7 @@ from protocol.uuid import Uuid
 log = structlog.get_logger("broker.zk")
 
 
+REGISTRATION_RETRY_S = 0.5
 _PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOLS.items()}
 
 
@@ -69,18 +71,33 @@ def broker_info(cfg: KafkaConfig, port: int) -> znodes.BrokerIdZnode:
     )
 
 
-async def register_broker(zk: ZkClient, broker_id: int, info: znodes.BrokerIdZnode) -> int:
-    """Create this broker's ephemeral node; returns its czxid, the broker epoch."""
+async def register_broker(
+    zk: ZkClient, broker_id: int, info: znodes.BrokerIdZnode, *, wait_for_old_session_s: float = 0.0
+) -> int:
+    """Create this broker's ephemeral node; returns its czxid, the broker epoch.
+
+    A node left by this broker's previous process (killed, or stopped before it closed its session)
+    lives until ZooKeeper expires that session: registration waits up to `wait_for_old_session_s`
+    for it to go, then fails as Kafka's does, naming the session that holds the id."""
     path = znodes.broker_path(broker_id)
-    try:
-        await zk.create(path, info.to_bytes(), ephemeral=True)
-    except ZkNodeExistsError:
-        stat = await zk.exists(path)
-        if stat is None or stat.ephemeral_owner != zk.session_id:
-            raise RegistrationError(
-                f"Error while creating ephemeral at {path}, node already exists and owner "
-                f"'{stat.ephemeral_owner if stat else '?'}' does not match current session '{zk.session_id}'"
-            ) from None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait_for_old_session_s
+    while True:
+        try:
+            await zk.create(path, info.to_bytes(), ephemeral=True)
+            break
+        except ZkNodeExistsError:
+            stat = await zk.exists(path)
+            if stat is not None and stat.ephemeral_owner == zk.session_id:
+                break
+            if stat is not None and loop.time() >= deadline:
+                raise RegistrationError(
+                    f"Error while creating ephemeral at {path}, node already exists and owner "
+                    f"'{stat.ephemeral_owner}' does not match current session '{zk.session_id}'"
+                ) from None
+            if stat is not None:
+                log.info("broker id still held by an older session; waiting for it to expire", path=path)
+                await asyncio.sleep(REGISTRATION_RETRY_S)
     stat = await zk.exists(path)
     assert stat is not None
     log.info("registered in ZooKeeper", path=path, broker_epoch=stat.czxid, endpoints=info.endpoints)

@@ -199,7 +199,12 @@ class ZkBrokerServer:
     async def _register(self) -> None:
         assert self._info is not None
         try:
-            self.broker_epoch = await registration.register_broker(self.zk, self.broker_id, self._info)
+            self.broker_epoch = await registration.register_broker(
+                self.zk,
+                self.broker_id,
+                self._info,
+                wait_for_old_session_s=self.cfg.zookeeper_session_timeout_ms * 1.5 / 1000,
+            )
         except registration.RegistrationError as e:
             raise StartupError(str(e)) from None
         self.registered = True
@@ -398,6 +403,9 @@ class ZkBrokerServer:
         await self.tasks.cancel_all()
         if self.election is not None:
             await self.election.stop()
+        # The session first: its ephemeral nodes go at once, so the controller moves on and a
+        # restarted broker can register, even if closing a dead disk's logs below never finishes.
+        await self.zk.close()
         if self.dataplane is not None:
             try:
                 await asyncio.wait_for(self.dataplane.stop(), 5.0)
@@ -409,7 +417,6 @@ class ZkBrokerServer:
             await self._runner.cleanup()
         if self.channel is not None:
             await self.channel.close()
-        await self.zk.close()
         for ld in self.log_dirs.values():
             ld.close()
         log.info("broker stopped", exit_code=self.exit_code, reason=self.exit_reason)

@@ -46,7 +46,7 @@ from tools.cluster.state import ClusterState, ProcessRecord, StateFile
 from tools.cluster.view import ClusterView, build_view, is_active_controller
 
 Say = Callable[[str], None]
-LEFTOVER_NAMES = ("config", "logs", "disks")
+LEFTOVER_NAMES = ("config", "logs", "disks", "zookeeper")
 
 
 def _quiet(_msg: str) -> None:

@@ -46,6 +46,7 @@ class DemoOptions:
     steady_s: float = 4.0
     after_s: float = 4.0
     analysis: bool = True
+    zookeeper: bool = False  # ZooKeeper mode: a ZooKeeper and ZooKeeper-mode brokers (no metadata log)
     live: bool | None = None  # None: when stdout is a terminal
     timeout_s: float = 90.0
 
@@ -215,12 +216,13 @@ class Demo:
             with self.d:
                 if not real and why_not:
                     self.d.say(f"log dirs are plain directories ({why_not})")
+                servers = "a ZooKeeper" if self.o.zookeeper else "3 controllers"
                 self.d.say(
-                    f"starting a cluster in {work / 'cluster'}: 3 controllers, 3 brokers x 3 log dirs on {self.mode}"
+                    f"starting a cluster in {work / 'cluster'}: {servers}, 3 brokers x 3 log dirs on {self.mode}"
                 )
                 self.cluster = LocalCluster.up(
                     work / "cluster",
-                    ClusterSpec(brokers=3, dirs=3, real_disks=real),
+                    ClusterSpec(brokers=3, dirs=3, real_disks=real, zookeeper=self.o.zookeeper),
                     say=self.d.event,
                     timeout=self.o.timeout_s,
                 )
@@ -252,7 +254,7 @@ class Demo:
                 self.d.say(("OK: " if verdict.ok else "FAILED: ") + result.verdict)
                 result.ok = verdict.ok
             self._shutdown()
-            if self.o.analysis:
+            if self.o.analysis and not self.o.zookeeper:
                 result.report = self._analyse(work)
                 result.ok = result.ok and result.report is not None and Path(result.report).exists()
         except BaseException as e:
@@ -295,6 +297,10 @@ class Demo:
 
         from tools.cluster.timeline import detection_ms, failover_timeline
 
+        if self.o.zookeeper:
+            summary = self._zk_timeline(victim, dplan.path, label, fault_ms)
+            self._heal_and_restart(victim, index)
+            return summary
         tl = failover_timeline(
             self.cluster.active_controller().metadata_dir,
             fault_ms=fault_ms,
@@ -319,6 +325,34 @@ class Demo:
             f"the dir offline at +{summary['reported_ms']} ms, last leader moved at +{summary['leaders_moved_ms']} ms"
         )
 
+        self._heal_and_restart(victim, index)
+        return summary
+
+    def _zk_timeline(self, victim: int, path: str, label: str, fault_ms: int) -> dict[str, Any]:
+        """ZooKeeper mode: the broker's detection and the controller learning the offline replicas,
+        from their logs (there is no metadata log to read)."""
+        from tools.cluster.timeline import detection_ms, log_events
+
+        detected = detection_ms(self.cluster.broker(victim).log, path, fault_ms)
+        learnt = [
+            e["ts_ms"]
+            for b in self.cluster.brokers
+            for e in log_events(b.log, "replicas on offline log dirs")
+            if e.get("broker") == victim and int(e["ts_ms"]) >= fault_ms  # type: ignore[call-overload]
+        ]
+        summary = {
+            "broker": victim,
+            "dir": label,
+            "detected_ms": detected - fault_ms if detected is not None else None,
+            "reported_ms": int(min(learnt)) - fault_ms if learnt else None,  # type: ignore[call-overload]
+        }
+        self.d.event(
+            f"timeline after the fault: broker noticed at +{summary['detected_ms']} ms, the controller had its "
+            f"KAFKA_STORAGE_ERROR answers (after /log_dir_event_notification) at +{summary['reported_ms']} ms"
+        )
+        return summary
+
+    def _heal_and_restart(self, victim: int, index: int) -> None:
         self.d.say(f"stopping broker {victim} to heal its disk")
         self.cluster.stop_broker(victim, timeout=20)
         for line in self.cluster.heal_dir(victim, index, timeout=30):
@@ -334,7 +368,6 @@ class Demo:
             f"broker {victim} back, every dir online, every replica in sync",
         )
         self.d.say(f"broker {victim} is back and every replica of {TOPIC} is in sync again")
-        return summary
 
     @staticmethod
     def _failover_done(view: ClusterView, victim: int, label: str) -> bool:
