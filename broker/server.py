@@ -39,11 +39,11 @@ from broker.log_manager import LogManager
 from broker.metadata_loader import LocalMetadataLog, MetadataLoader
 from broker.metadata_publisher import BrokerMetadataPublisher
 from broker.metrics import BrokerMetrics
+from broker.process_state import BrokerProcess
 from broker.readiness import BrokerReadiness
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
-from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
@@ -53,7 +53,6 @@ from protocol.uuid import Uuid
 log = structlog.get_logger("broker.server")
 
 RPC_TIMEOUT_S = 5.0
-STOP_TIMEOUT_S = 10.0
 DATAPLANE_STOP_TIMEOUT_S = 5.0
 
 
@@ -92,10 +91,11 @@ def dir_failure_subscribers(
     return [(name, s) for name, s in order if s is not None]
 
 
-class BrokerServer:
+class BrokerServer(BrokerProcess):
     def __init__(
         self, cfg: KafkaConfig, dirs: BrokerDirs, *, rng: random.Random | None = None, dataplane: bool = True
     ) -> None:
+        super().__init__()
         self.cfg = cfg
         self.dirs = dirs
         self.broker_id = cfg.node_id
@@ -104,12 +104,8 @@ class BrokerServer:
         # Who the active controller is, as the fetcher, the lifecycle and the data plane learn it.
         self.controller_leader = ControllerLeader([v.id for v in cfg.quorum_voters])
         self.with_dataplane = dataplane
-        self.exit_code: int | None = None
-        self.exit_reason = ""
-        self.stopped = asyncio.Event()
         self.started_at = time.monotonic()
         """Process start (set by main); the figure "seconds_to_unfence" counts from here."""
-        self.tasks = BrokerTasks(self.fatal)
         self.failures = LogDirFailureChannel()
         self.assignments = AssignmentsManager(self.broker_id, rng=self.rng)
         self.log_dirs: dict[Uuid, LogDir] = {}
@@ -319,32 +315,6 @@ class BrokerServer:
 
     # ---- running -------------------------------------------------------------------------------
 
-    async def run(self) -> int:
-        """Until a shutdown completes or a fatal error; returns the exit code.
-
-        Stopping is bounded: after a fatal error Kafka halts at once; here the broker gets
-        STOP_TIMEOUT_S to close files and sockets in order, then exits anyway.
-        """
-        await self.stopped.wait()
-        try:
-            await asyncio.wait_for(self._stop(), STOP_TIMEOUT_S)
-        except TimeoutError:
-            log.warning("stopping took too long; exiting without finishing", timeout_s=STOP_TIMEOUT_S)
-        return self.exit_code or 0
-
-    def fatal(self, reason: str) -> None:
-        if self.exit_code is not None:
-            return
-        log.error("broker shutting down", reason=reason)
-        self.exit_code = 1
-        self.exit_reason = reason
-        self.stopped.set()
-
-    def _exit(self, reason: str) -> None:
-        self.exit_code = 0
-        self.exit_reason = reason
-        self.stopped.set()
-
     def request_shutdown(self) -> None:
         """SIGTERM: controlled shutdown, bounded by broker.session.timeout.ms."""
         if self._shutting_down or self.exit_code is not None:
@@ -352,7 +322,7 @@ class BrokerServer:
         self._shutting_down = True
         lc = self.lifecycle
         if lc is None or self.driver is None or not lc.registered:
-            self._exit("stopped before registering")
+            self.exit_("stopped before registering")
             return
         self.driver.begin_controlled_shutdown()
 
@@ -360,7 +330,7 @@ class BrokerServer:
             await asyncio.sleep(self.cfg.broker_session_timeout_ms / 1000)
             if self.exit_code is None:
                 log.warning("controlled shutdown did not complete in time; stopping anyway")
-                self._exit("controlled shutdown timed out")
+                self.exit_("controlled shutdown timed out")
 
         self.tasks.spawn(deadline(), "shutdown-deadline")
 
@@ -411,7 +381,7 @@ class BrokerServer:
 
     def _lifecycle_over(self, clean: bool, reason: str) -> None:
         if clean:
-            self._exit(reason)
+            self.exit_(reason)
         else:
             self.fatal(reason)
 

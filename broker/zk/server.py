@@ -36,11 +36,11 @@ from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel
 from broker.log_dirs import check_open_file_limit, open_log_dirs, start_probes, take_inventory
 from broker.log_manager import LogManager
 from broker.metrics import BrokerMetrics, BrokerStats, DirStat
+from broker.process_state import BrokerProcess
 from broker.server import dir_failure_subscribers
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
-from broker.tasks import BrokerTasks
 from broker.zk import registration
 from broker.zk.admin import ZkControllerChannel
 from broker.zk.election import ControllerElection
@@ -59,8 +59,6 @@ from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.server")
 
-STOP_TIMEOUT_S = 10.0
-
 
 class _NoAssignments(AssignmentsManager):
     """ZooKeeper brokers send no AssignReplicasToDirs (Kafka gives their ReplicaManager the no-op
@@ -70,7 +68,7 @@ class _NoAssignments(AssignmentsManager):
         return None
 
 
-class ZkBrokerServer:
+class ZkBrokerServer(BrokerProcess):
     def __init__(
         self,
         cfg: KafkaConfig,
@@ -80,17 +78,14 @@ class ZkBrokerServer:
         rng: random.Random | None = None,
         dataplane: bool = True,
     ) -> None:
+        super().__init__()
         self.cfg = cfg
         self.zk = zk
         self.dirs = dirs
         self.broker_id = cfg.node_id
         self.rng = rng or random.Random()
         self.with_dataplane = dataplane
-        self.exit_code: int | None = None
-        self.exit_reason = ""
-        self.stopped = asyncio.Event()
         self.started_at = time.monotonic()
-        self.tasks = BrokerTasks(self.fatal)
         self.failures = LogDirFailureChannel()
         self.broker_epoch = -1
         self.registered = False
@@ -353,22 +348,6 @@ class ZkBrokerServer:
 
     # ---- running and stopping ------------------------------------------------------------------
 
-    async def run(self) -> int:
-        await self.stopped.wait()
-        try:
-            await asyncio.wait_for(self._stop(), STOP_TIMEOUT_S)
-        except TimeoutError:
-            log.warning("stopping took too long; exiting without finishing", timeout_s=STOP_TIMEOUT_S)
-        return self.exit_code or 0
-
-    def fatal(self, reason: str) -> None:
-        if self.exit_code is not None:
-            return
-        log.error("broker shutting down", reason=reason)
-        self.exit_code = 1
-        self.exit_reason = reason
-        self.stopped.set()
-
     def request_shutdown(self) -> None:
         """SIGTERM: controlled shutdown (ControlledShutdown to the controller), then stop."""
         if self._shutting_down or self.exit_code is not None:
@@ -395,9 +374,7 @@ class ZkBrokerServer:
                         remaining=len(resp.RemainingPartitions),
                     )
                 await asyncio.sleep(cfg.controlled_shutdown_retry_backoff_ms / 1000)
-        self.exit_code = 0
-        self.exit_reason = "stopped"
-        self.stopped.set()
+        self.exit_("stopped")
 
     async def _stop(self) -> None:
         await self.tasks.cancel_all()

@@ -44,6 +44,16 @@ def nodes_table(view: ClusterView) -> Table:
             hw = (n.health or {}).get("high_watermark")
             epoch = f"{raft.get('leader_epoch')}, hw {hw}" if hw is not None else "-"
             dirs = "-"
+        elif n.role == "zookeeper":
+            state, epoch, dirs = ("serving" if n.healthy else "-"), "-", "-"
+        elif (n.health or {}).get("mode") == "zookeeper":
+            # A ZooKeeper-mode broker: registered or not, and whether it is the controller.
+            h = n.health or {}
+            state = "registered" if h.get("registered") else "not registered"
+            if (h.get("controller") or {}).get("active"):
+                state += ", controller"
+            epoch = str(h.get("broker_epoch", "-"))
+            dirs = f"{n.online_dirs}/{n.dirs} online"
         else:
             state, epoch, dirs = (
                 n.state,
