@@ -349,11 +349,20 @@ class ZkBrokerServer(BrokerProcess):
     # ---- running and stopping ------------------------------------------------------------------
 
     def request_shutdown(self) -> None:
-        """SIGTERM: controlled shutdown (ControlledShutdown to the controller), then stop."""
+        """SIGTERM: controlled shutdown (ControlledShutdown to the controller), then stop; bounded
+        by zookeeper.session.timeout.ms, after which the cluster would count the broker dead anyway."""
         if self._shutting_down or self.exit_code is not None:
             return
         self._shutting_down = True
         self.tasks.spawn(self._controlled_shutdown_then_stop(), "controlled-shutdown")
+
+        async def deadline() -> None:
+            await asyncio.sleep(self.cfg.zookeeper_session_timeout_ms / 1000)
+            if self.exit_code is None:
+                log.warning("controlled shutdown did not complete in time; stopping anyway")
+                self.exit_("controlled shutdown timed out")
+
+        self.tasks.spawn(deadline(), "shutdown-deadline")
 
     async def _controlled_shutdown_then_stop(self) -> None:
         cfg = self.cfg
@@ -361,7 +370,7 @@ class ZkBrokerServer(BrokerProcess):
             req = ControlledShutdownRequest(BrokerId=self.broker_id, BrokerEpoch=self.broker_epoch)
             for attempt in range(cfg.controlled_shutdown_max_retries):
                 try:
-                    resp = await self.channel.call("ControlledShutdown", req, timeout=30)
+                    resp = await self.channel.call("ControlledShutdown", req, timeout=10)
                 except Exception as e:  # any failure: retry, then stop anyway
                     log.warning("controlled shutdown attempt failed", attempt=attempt + 1, error=str(e))
                 else:

@@ -46,3 +46,24 @@ def test_demo_runs_to_the_end_and_writes_its_report(tmp_path: Path) -> None:
     assert str(work) not in loops
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(work) not in ps
+
+
+def test_the_zookeeper_mode_demo_runs_to_the_end_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    from tools.cluster.launcher import zookeeper_available
+
+    require_real("ZooKeeper (java and Debian's zookeeper package)", zookeeper_available())
+    work = tmp_path / "demo-zk"
+    proc = subprocess.run(
+        kraftpy_command("demo", "--zookeeper", "--plain-dirs", "--no-live", "--work-dir", str(work)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert "read back exactly once" in out
+    assert "offline replicas known to the ZooKeeper-mode controller" in out
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(work) not in ps

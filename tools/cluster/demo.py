@@ -388,8 +388,10 @@ class Demo:
         if self.cluster is not None:
             disks = " and removing its disks" if self.mode.startswith("real") else ""
             self.d.say(f"stopping the cluster (controllers first: the log ends as the story did){disks}")
+            if not self.o.zookeeper:
+                with contextlib.suppress(Exception):
+                    self.metadata_dir = Path(self.cluster.active_controller().metadata_dir)
             with contextlib.suppress(Exception):
-                self.metadata_dir = Path(self.cluster.active_controller().metadata_dir)
                 self.cluster.down(say=self.d.event, controller_first=True)
             self.cluster = None
 
