@@ -1,6 +1,6 @@
-"""ControlledShutdown (apiKey 7, v0-3): a ZooKeeper-mode broker asks the controller to move its
-leaderships away before it stops; the answer lists the partitions it still leads. KRaft brokers use
-BrokerHeartbeat's WantShutDown instead."""
+"""ControlledShutdown (apiKey 7, v0-3, flexible from v3): a ZooKeeper-mode broker asks the
+controller to move its leaderships away before it stops; the answer lists the partitions it still
+leads. KRaft brokers use BrokerHeartbeat's WantShutDown instead."""
 
 from __future__ import annotations
 

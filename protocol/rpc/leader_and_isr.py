@@ -1,8 +1,13 @@
-"""LeaderAndIsr (apiKey 4, v0-7): the ZooKeeper-mode controller tells a broker what to lead and follow.
+"""LeaderAndIsr (apiKey 4, v0-7, flexible from v4): the ZooKeeper-mode controller tells a broker
+what to lead and follow.
 
 v1 adds IsNew (KIP-112: a replica that was never created anywhere), v2 groups partitions by topic
 (TopicStates) and adds BrokerEpoch, v3 the reassignment lists, v5 topic ids and Type, v6
 LeaderRecoveryState, v7 isKRaftController (KIP-866). From v5 the answer names topics by id.
+
+Only the fields Kafka marks ignorable are dropped silently at versions that lack them; writing a
+non-default isKRaftController, Type or LeaderRecoveryState at an older version is refused, as
+Kafka's generated code refuses it, so a broker never acts on a state it could not have been sent.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ class LeaderAndIsrPartitionState(RpcMessage):
     AddingReplicas: Annotated[list[Int32], versions("3+", ignorable=True)] = Field(default_factory=list)
     RemovingReplicas: Annotated[list[Int32], versions("3+", ignorable=True)] = Field(default_factory=list)
     IsNew: Annotated[bool, versions("1+", ignorable=True)] = False
-    LeaderRecoveryState: Annotated[Int8, versions("6+", ignorable=True)] = 0
+    LeaderRecoveryState: Annotated[Int8, versions("6+")] = 0
 
 
 class LeaderAndIsrRequest(RpcMessage):
@@ -44,10 +49,10 @@ class LeaderAndIsrRequest(RpcMessage):
         Port: Int32 = 0
 
     ControllerId: Int32 = 0
-    isKRaftController: Annotated[bool, versions("7+", ignorable=True)] = False
+    isKRaftController: Annotated[bool, versions("7+")] = False
     ControllerEpoch: Int32 = 0
     BrokerEpoch: Annotated[Int64, versions("2+", ignorable=True)] = -1
-    Type: Annotated[Int8, versions("5+", ignorable=True)] = 0
+    Type: Annotated[Int8, versions("5+")] = 0
     UngroupedPartitionStates: Annotated[list[LeaderAndIsrPartitionState], versions("0-1")] = Field(
         default_factory=list
     )
@@ -66,12 +71,10 @@ class LeaderAndIsrResponse(RpcMessage):
         PartitionErrors: list[LeaderAndIsrResponse.LeaderAndIsrPartitionError] = Field(default_factory=list)
 
     ErrorCode: Int16 = 0
-    PartitionErrors: Annotated[list[LeaderAndIsrPartitionError], versions("0-4", ignorable=True)] = Field(
+    PartitionErrors: Annotated[list[LeaderAndIsrPartitionError], versions("0-4")] = Field(
         default_factory=list
     )
-    Topics: Annotated[list[LeaderAndIsrTopicError], versions("5+", ignorable=True)] = Field(
-        default_factory=list
-    )
+    Topics: Annotated[list[LeaderAndIsrTopicError], versions("5+")] = Field(default_factory=list)
 
 
 for _model in (

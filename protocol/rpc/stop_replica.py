@@ -1,4 +1,5 @@
-"""StopReplica (apiKey 5, v0-4): stop serving a replica, and with DeletePartition remove its log.
+"""StopReplica (apiKey 5, v0-4, flexible from v2): stop serving a replica, and with DeletePartition
+remove its log.
 
 v1 adds BrokerEpoch and groups partitions by topic, v3 gives each partition its own LeaderEpoch and
 DeletePartition (TopicStates), v4 isKRaftController (KIP-866).
@@ -34,7 +35,7 @@ class StopReplicaRequest(RpcMessage):
         PartitionStates: list[StopReplicaRequest.StopReplicaPartitionState] = Field(default_factory=list)
 
     ControllerId: Int32 = 0
-    isKRaftController: Annotated[bool, versions("4+", ignorable=True)] = False
+    isKRaftController: Annotated[bool, versions("4+")] = False
     ControllerEpoch: Int32 = 0
     BrokerEpoch: Annotated[Int64, versions("1+", ignorable=True)] = -1
     DeletePartitions: Annotated[bool, versions("0-2")] = False

@@ -1,8 +1,10 @@
-"""UpdateMetadata (apiKey 6, v0-8): the ZooKeeper-mode controller's news for every broker's metadata
-cache: live brokers with their endpoints, and partition states with OfflineReplicas (v4+, KIP-112).
+"""UpdateMetadata (apiKey 6, v0-8, flexible from v6): the ZooKeeper-mode controller's news for every
+broker's metadata cache: live brokers with their endpoints, and partition states with
+OfflineReplicas (v4+, KIP-112).
 
 v5 groups partitions by topic and adds BrokerEpoch, v7 topic ids, v8 isKRaftController and the tagged
-Type (KIP-866: 1 incremental, 2 full).
+Type (KIP-866: 1 incremental, 2 full). isKRaftController and Type are not ignorable: a non-default
+value at an older version is refused rather than lost, as in Kafka.
 """
 
 from __future__ import annotations
@@ -51,8 +53,8 @@ class UpdateMetadataRequest(RpcMessage):
         Rack: Annotated[str | None, versions("2+", nullable="0+", ignorable=True)] = None
 
     ControllerId: Int32 = 0
-    isKRaftController: Annotated[bool, versions("8+", ignorable=True)] = False
-    Type: Annotated[Int8, versions("8+", ignorable=True, tagged="8+", tag=0)] = 0
+    isKRaftController: Annotated[bool, versions("8+")] = False
+    Type: Annotated[Int8, versions("8+", tagged="8+", tag=0)] = 0
     ControllerEpoch: Int32 = 0
     BrokerEpoch: Annotated[Int64, versions("5+", ignorable=True)] = -1
     UngroupedPartitionStates: Annotated[list[UpdateMetadataPartitionState], versions("0-4")] = Field(
