@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -114,6 +114,9 @@ def _translate(e: Exception, path: str | None, index: int | None = None) -> ZkEr
     return ZkError(f"{type(e).__name__}: {e}", path=path, index=index)
 
 
+GET_MANY_WINDOW = 1000
+
+
 class ZkClient:
     def __init__(
         self, hosts: str, *, session_timeout_ms: int = 18000, connect_timeout_s: float = 10.0
@@ -206,6 +209,31 @@ class ZkClient:
         except ZkNoNodeError:
             return None
         return data or b"", ZnodeStat.of(stat)
+
+    async def get_many(self, paths: Sequence[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+        """Each path's data and stat, None where it does not exist. The reads are pipelined on the
+        session, GET_MANY_WINDOW in flight at a time, rather than one round trip each: a copy of
+        10,000 partition states is 10,000 reads."""
+        if self._closed:
+            raise ZkConnectionLossError("client closed")
+
+        def run() -> list[tuple[bytes, ZnodeStat] | None]:
+            out: list[tuple[bytes, ZnodeStat] | None] = []
+            for start in range(0, len(paths), GET_MANY_WINDOW):
+                window = paths[start : start + GET_MANY_WINDOW]
+                pending = [self._zk.get_async(p) for p in window]
+                for path, result in zip(window, pending, strict=True):
+                    try:
+                        data, stat = result.get()
+                    except kz.NoNodeError:
+                        out.append(None)
+                        continue
+                    except kz.KazooException as e:
+                        raise _translate(e, path) from None
+                    out.append((data or b"", ZnodeStat.of(stat)))
+            return out
+
+        return await asyncio.get_running_loop().run_in_executor(self._executor, run)
 
     async def exists(self, path: str) -> ZnodeStat | None:
         stat = await self._call(path, self._zk.exists, path)

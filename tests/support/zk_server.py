@@ -51,6 +51,9 @@ class ZkServer:
                 "maxClientCnxns": "0",
                 "admin.enableServer": "false",
                 "4lw.commands.whitelist": "ruok,srvr,mntr,stat",
+                # Creating a session is a transaction: with the machine's disks busy under other
+                # tests' loop devices, its fsync alone outlasted a client's 10 s connect timeout.
+                "forceSync": "no",
             },
         )
         n = sum(1 for p in self.procs.started if p.name.startswith("zookeeper"))

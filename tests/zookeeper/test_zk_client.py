@@ -50,6 +50,24 @@ async def test_create_get_set_delete_with_versions(zk_server: ZkServer) -> None:
         await zk.close()
 
 
+async def test_get_many_answers_in_order_across_windows(zk_server: ZkServer) -> None:
+    from kraftpy.zookeeper.client import GET_MANY_WINDOW
+
+    zk = await _client(zk_server)
+    try:
+        n = GET_MANY_WINDOW + 5
+        for i in range(0, n, 2):
+            await zk.create(f"/many/{i}", str(i).encode(), makepath=True)
+        await zk.set("/many/4", b"four")
+        found = await zk.get_many([f"/many/{i}" for i in range(n)])
+        assert [f is not None for f in found] == [i % 2 == 0 for i in range(n)]
+        assert found[0] is not None and found[0][0] == b"0"
+        assert found[4] is not None and found[4] == (b"four", found[4][1]) and found[4][1].version == 1
+        assert await zk.get_many([]) == []
+    finally:
+        await zk.close()
+
+
 async def test_a_refused_multi_changes_nothing_and_names_the_failing_op(zk_server: ZkServer) -> None:
     zk = await _client(zk_server)
     try:
