@@ -326,11 +326,16 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
+# In-flight requests get this long to finish when the server stops; then their connections are cut.
+# aiohttp's default (60 s) would let one Produce parked for its acks outlast a broker's whole stop.
+SHUTDOWN_GRACE_S = 2.0
+
+
 async def start_server(
     app: web.Application, host: str = "127.0.0.1", port: int = 0
 ) -> tuple[web.AppRunner, int]:
     """Start serving `app`; returns the runner (call `await runner.cleanup()` to stop) and the bound port."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S)
     await runner.setup()
     site = web.TCPSite(runner, host, port, reuse_address=True)
     await site.start()
