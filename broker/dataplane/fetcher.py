@@ -281,8 +281,8 @@ class ReplicaFetcher:
                 log.warning("follower append failed", partition=str(fs.hp.tp), error=str(e))
             self._delay([fs], settings.fetch_backoff_ms)
         except Exception:
-            # A log closed under us (moved or deleted by the shell) or a bug: this partition waits,
-            # the others of this leader keep going; the next metadata publish starts it over.
+            # A bug: this partition waits, the others of this leader keep going; the next metadata
+            # publish starts it over. (A log closed under us is a KafkaError, handled above.)
             log.exception("follower fetch handling failed", partition=str(fs.hp.tp))
             self._delay([fs], settings.fetch_backoff_ms)
 

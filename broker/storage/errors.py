@@ -58,5 +58,10 @@ class UnexpectedAppendOffsetError(Exception):
         super().__init__(reason)
 
 
-class LogClosedError(RuntimeError):
-    """A call on a partition log after close() or delete()."""
+class LogClosedError(KafkaError):
+    """A call on a partition log after close() or delete(): the broker stopped serving the
+    partition here (it is shutting down, or the replica moved or was deleted), so a client hears
+    the retriable NOT_LEADER_OR_FOLLOWER and asks elsewhere."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(Errors.NOT_LEADER_OR_FOLLOWER, message)

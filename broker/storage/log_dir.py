@@ -31,6 +31,7 @@ import asyncio
 import errno
 import math
 import os
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -60,6 +61,35 @@ class LogDirStallError(OSError):
     """A call on the dir's executor did not finish within its timeout (a hung disk)."""
 
 
+# How late past its deadline the loop may wake before the wait is taken for a paused process.
+LATE_WAKE_S = 1.0
+
+
+def _now() -> float:
+    # One clock for the dir's thread and the event loop.
+    return time.monotonic()
+
+
+class _TimedCall:
+    """A call on the dir's thread that notes when it starts and ends."""
+
+    __slots__ = ("args", "fn", "log_dir", "started_at", "submitted_at")
+
+    def __init__(self, log_dir: LogDir, fn: Callable[..., object], args: tuple[object, ...]) -> None:
+        self.log_dir = log_dir
+        self.fn = fn
+        self.args = args
+        self.submitted_at = _now()
+        self.started_at: float | None = None
+
+    def __call__(self) -> object:
+        self.started_at = self.log_dir._last_progress = _now()
+        try:
+            return self.fn(*self.args)
+        finally:
+            self.log_dir._last_progress = _now()
+
+
 class DirUsage(NamedTuple):
     total_bytes: int
     usable_bytes: int
@@ -83,6 +113,10 @@ class LogDir:
         self.default_timeout = default_timeout
         self.failure: BaseException | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"logdir-{dir_id}")
+        # When the dir's thread last started or finished a call (a float written from that thread
+        # and read on the loop, which needs no lock).
+        self._last_progress = _now()
+        self._waiting: set[asyncio.Future[object]] = set()
 
     @property
     def online(self) -> bool:
@@ -102,20 +136,24 @@ class LogDir:
         """
         if self.failure is not None:
             raise LogDirOfflineError(self.path, str(self.failure))
+        call = _TimedCall(self, fn, args)
         try:
-            cfut = self._executor.submit(fn, *args)
+            cfut = self._executor.submit(call)
         except RuntimeError:  # the executor was shut down: by fail() or close()
             raise LogDirOfflineError(self.path, "closed") from None
         fut = asyncio.wrap_future(cfut)
         limit = self.default_timeout if timeout is None else timeout
         if limit is not None and math.isinf(limit):
             limit = None  # e.g. opening a large log that must be recovered: no stall limit
+        self._waiting.add(fut)
         try:
-            done, _ = await asyncio.wait({fut}, timeout=limit)
+            stalled = await self._wait(fut, call, limit)
         except asyncio.CancelledError:
             fut.cancel()  # still queued: it never runs; already running: it finishes unobserved
             raise
-        if not done:
+        finally:
+            self._waiting.discard(fut)
+        if stalled:
             fut.cancel()
             stall = LogDirStallError(f"{getattr(fn, '__qualname__', fn)!s} did not finish within {limit}s")
             self.fail(stall)
@@ -132,12 +170,44 @@ class LogDir:
             raise LogDirOfflineError(self.path, str(exc)) from exc
         return fut.result()
 
+    async def _wait(self, fut: asyncio.Future[T], call: _TimedCall, limit: float | None) -> bool:
+        """Wait for `fut`; True when the dir stalled. The limit runs from when the call started,
+        or, while it waits in the queue, from the later of its submission and the dir thread's last
+        sign of progress: a call queued behind thousands of log opens waits on a busy disk, not on a
+        hung one."""
+        if limit is None:
+            await asyncio.wait({fut})
+            return False
+        resumed: float | None = None
+        while True:
+            started = call.started_at
+            # Queued: the thread answers for the time since it last finished something, but not for
+            # the time before this call existed (an idle thread's last progress may be long ago).
+            since = started if started is not None else max(self._last_progress, call.submitted_at)
+            if resumed is not None:
+                since = max(since, resumed)
+            remaining = since + limit - _now()
+            if remaining <= 0:
+                return True
+            wake_at = _now() + remaining
+            done, _ = await asyncio.wait({fut}, timeout=remaining)
+            if done:
+                return False
+            if _now() - wake_at > min(LATE_WAKE_S, limit / 2):
+                # The loop woke far too late: the process was stopped (SIGSTOP, a frozen VM) or its
+                # loop blocked, and the dir's thread with it. That says nothing about the disk, so
+                # the call gets a whole limit from now.
+                resumed = _now()
+
     def fail(self, exc: BaseException) -> bool:
         """Take the dir offline because of `exc`; True the first time, when `on_failure` is called."""
         if self.failure is not None:
             return False
         self.failure = exc
         self._executor.shutdown(wait=False, cancel_futures=True)
+        # Callers waiting on calls the dir's thread is stuck in hear it now, not at their own limit.
+        for waiting in list(self._waiting):
+            waiting.cancel()
         log.error("log dir failed", path=str(self.path), dir_id=str(self.dir_id), error=repr(exc))
         if self.on_failure is not None:
             try:

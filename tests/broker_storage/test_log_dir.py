@@ -109,6 +109,72 @@ async def test_timeout_abandons_the_call_and_fails_queued_work(log_dir: LogDir, 
         release.set()  # let the abandoned thread finish so the test process can exit
 
 
+async def test_a_call_queued_behind_busy_work_is_not_a_stall(log_dir: LogDir, failures: Failures) -> None:
+    """Thousands of log opens keep a dir's thread busy for longer than a probe's limit: the probe
+    waits its turn, and the dir stays online, because the thread keeps finishing calls."""
+    import time
+
+    busy = [asyncio.ensure_future(log_dir.run(time.sleep, 0.05, timeout=5)) for _ in range(12)]
+    await asyncio.sleep(0)
+    probe = asyncio.ensure_future(log_dir.run(lambda: "probed", timeout=0.2))
+    assert await probe == "probed"
+    await asyncio.gather(*busy)
+    assert log_dir.online and failures.calls == []
+
+
+async def test_a_paused_process_is_not_a_stalled_disk(log_dir: LogDir, failures: Failures) -> None:
+    """SIGSTOP freezes the loop and the dir's thread alike; once resumed, the loop is past the call's
+    limit before the thread has had a moment to finish. The dir stays online."""
+    import time
+
+    resumed = threading.Event()
+
+    def frozen_with_the_process() -> str:
+        resumed.wait()
+        time.sleep(0.05)
+        return "done"
+
+    call = asyncio.ensure_future(log_dir.run(frozen_with_the_process, timeout=0.2))
+    await asyncio.sleep(0.01)
+    time.sleep(0.5)  # the loop does not run: the process is stopped
+    resumed.set()
+    assert await call == "done"
+    assert log_dir.online and failures.calls == []
+
+
+async def test_a_call_made_just_after_a_pause_is_not_a_stall(log_dir: LogDir, failures: Failures) -> None:
+    """The dir's thread last finished something before the process was stopped: that is no reason
+    to fail a call made after it resumed, queued for a moment behind the call in progress."""
+    import time
+
+    release = threading.Event()
+    busy = asyncio.ensure_future(log_dir.run(release.wait, timeout=5))
+    await asyncio.sleep(0.01)
+    time.sleep(0.5)  # the loop does not run: the process is stopped
+    call = asyncio.ensure_future(log_dir.run(lambda: "now", timeout=0.2))
+    await asyncio.sleep(0.05)
+    release.set()
+    assert await call == "now"
+    await busy
+    assert log_dir.online and failures.calls == []
+
+
+async def test_a_call_queued_behind_a_hung_call_fails_with_the_dir(log_dir: LogDir, failures: Failures) -> None:
+    release = threading.Event()
+    hung = asyncio.ensure_future(log_dir.run(release.wait, timeout=60))
+    await asyncio.sleep(0.05)
+    probe = asyncio.ensure_future(log_dir.run(lambda: "never", timeout=0.2))
+    try:
+        with pytest.raises(LogDirOfflineError) as e:
+            await probe
+        assert isinstance(e.value.__cause__, LogDirStallError), "the dir's thread made no progress for 0.2 s"
+        with pytest.raises(LogDirOfflineError):
+            await hung
+        assert len(failures.calls) == 1
+    finally:
+        release.set()
+
+
 async def test_probe_and_usage(log_dir: LogDir, tmp_path: Path) -> None:
     await log_dir.run(log_dir.probe)
     assert list(tmp_path.iterdir()) == []

@@ -44,6 +44,19 @@ def test_new_log_is_empty_and_writes_partition_metadata(tmp_path: Path) -> None:
     log.close()
 
 
+def test_a_closed_log_answers_not_leader_or_follower(tmp_path: Path) -> None:
+    """A fetch or produce that reaches a log closed under it (a broker shutting down, a replica
+    deleted) gets a retriable error code, not UNKNOWN_SERVER_ERROR."""
+    from broker.storage import LogClosedError
+    from protocol.errors import Errors
+
+    log = open_log(tmp_path)
+    log.close()
+    with pytest.raises(LogClosedError) as e:
+        log.read(0, 1000)
+    assert e.value.code is Errors.NOT_LEADER_OR_FOLLOWER
+
+
 def test_leader_append_assigns_offsets_and_epoch_and_keeps_crc(tmp_path: Path) -> None:
     log = open_log(tmp_path)
     first = log.append_as_leader(value_batch(3, tag=0), leader_epoch=7, now_ms=1)
