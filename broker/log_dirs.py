@@ -13,10 +13,10 @@ import math
 
 import structlog
 
-from broker.core.local_logs import DuplicateLogError, FoundLog, Inventory, classify
+from broker.core.local_logs import FoundLog, Inventory, classify
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.partition_dirs import delete_partition_dir, scan
-from broker.startup import BrokerDirs, StartupError
+from broker.startup import BrokerDirs
 from broker.storage import LogDirOfflineError
 from broker.storage.errors import LogDirResourceError
 from broker.storage.log_dir import LogDir
@@ -41,7 +41,7 @@ def open_log_dirs(dirs: BrokerDirs, failures: LogDirFailureChannel) -> tuple[dic
 
 async def take_inventory(log_dirs: dict[Uuid, LogDir]) -> Inventory:
     """The partition logs found in the online dirs, classified; deletions left unfinished by the
-    last run are finished. Duplicate logs stop the broker (StartupError)."""
+    last run are finished. Duplicate logs wait for the metadata (`LogPlacement`)."""
 
     async def one(ld: LogDir) -> list[FoundLog]:
         try:
@@ -51,10 +51,7 @@ async def take_inventory(log_dirs: dict[Uuid, LogDir]) -> Inventory:
 
     results = await asyncio.gather(*(one(ld) for ld in log_dirs.values()))
     found = [f for per_dir in results for f in per_dir]
-    try:
-        inventory = classify(found, {d: str(ld.path) for d, ld in log_dirs.items()})
-    except DuplicateLogError as e:
-        raise StartupError(str(e)) from None
+    inventory = classify(found)
     for f in inventory.to_delete:
         ld = log_dirs.get(f.dir_id)
         if ld is not None and ld.online:

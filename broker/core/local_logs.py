@@ -4,11 +4,17 @@ The shell lists each dir's partition dirs and reads their `partition.metadata`; 
 that into one `LocalFiles` per partition name (its current log and its future log, each with the
 dir holding it and the topic id on disk) plus the dirs to clean up:
 
-- a partition dir without `partition.metadata` cannot be matched to a topic id: it is a stray,
-  renamed aside rather than a reason to refuse to start (KAFKA-16814, field bug 20);
+- a partition log without `partition.metadata` is kept as the partition's current log with no topic
+  id: if the metadata places that partition here the broker adopts it (writes the file again), else
+  it is a stray, renamed aside; never a reason to refuse to start (KAFKA-16814, field bug 20). Kafka
+  treats every such log as a stray, and so hid the acknowledged records of a replica that had lost
+  only that file;
+- a future log without it is a stray: an unfinished copy is not worth guessing about;
 - `-delete` dirs are finished off; `-stray` dirs are left for the operator;
-- the same partition's current log in two dirs is a conflict the broker cannot settle by itself
-  (Kafka refuses to start too): `classify` raises DuplicateLogError naming both.
+- the same partition's current log in two dirs (a dir dropped from `log.dirs`, its replicas made
+  again elsewhere, then the dir restored; or a copy by hand) is left for the metadata to settle:
+  the copy in the dir it assigns is kept and the others are strays. Kafka refuses to start
+  ("Duplicate log directories") until someone deletes a copy by hand.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ class FoundLog:
     partition: int
     kind: LogKind
     topic_id: Uuid | None
-    """From partition.metadata; None when the file is missing."""
+    """From partition.metadata; None when the file is missing or unreadable."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -49,6 +55,11 @@ class FoundLog:
 class LocalFiles:
     current: FoundLog | None = None
     future: FoundLog | None = None
+    duplicates: list[FoundLog] = field(default_factory=list)
+    """Other current logs of the same partition, in other dirs: which one is kept, the metadata decides."""
+
+    def currents(self) -> list[FoundLog]:
+        return ([self.current] if self.current is not None else []) + self.duplicates
 
 
 @dataclass
@@ -73,13 +84,18 @@ class Inventory:
         return counts
 
 
-class DuplicateLogError(RuntimeError):
-    """The same partition has a current log in two dirs."""
+def duplicate_message(logs: Iterable[FoundLog], paths: dict[Uuid, str]) -> str:
+    logs = list(logs)
+    where = " and ".join(paths.get(f.dir_id, str(f.dir_id)) for f in logs)
+    return (
+        f"Duplicate log directories for {logs[0].topic}-{logs[0].partition} are found in {where}, and the metadata "
+        "assigns the replica to none of them. It is likely because the log directory was copied; remove all but "
+        "one and restart."
+    )
 
 
-def classify(found: Iterable[FoundLog], paths: dict[Uuid, str] | None = None) -> Inventory:
+def classify(found: Iterable[FoundLog]) -> Inventory:
     inv = Inventory()
-    paths = paths or {}
     for log in sorted(found, key=lambda f: (f.topic, f.partition, f.kind.value, str(f.dir_id), f.name)):
         if log.kind is LogKind.DELETE:
             inv.to_delete.append(log)
@@ -87,18 +103,22 @@ def classify(found: Iterable[FoundLog], paths: dict[Uuid, str] | None = None) ->
         if log.kind is LogKind.STRAY:
             inv.kept_strays.append(log)
             continue
-        if log.topic_id is None:
+        if log.topic_id is None and log.kind is not LogKind.LOG:
             inv.strays.append(log)
             continue
         files = inv.partitions.setdefault(log.key, LocalFiles())
         if log.kind is LogKind.LOG:
+            if files.current is not None and (files.current.topic_id is None) != (log.topic_id is None):
+                # One copy knows its topic id and the other lost it: the one without is the stray.
+                if files.current.topic_id is None:
+                    inv.strays.append(files.current)
+                    files.current = log
+                else:
+                    inv.strays.append(log)
+                continue
             if files.current is not None:
-                a = paths.get(files.current.dir_id, str(files.current.dir_id))
-                b = paths.get(log.dir_id, str(log.dir_id))
-                raise DuplicateLogError(
-                    f"Duplicate log directories for {log.topic}-{log.partition} are found in both {a} and {b}. "
-                    "It is likely because the log directory was copied; remove one of them and restart."
-                )
+                files.duplicates.append(log)
+                continue
             files.current = log
         elif files.future is None:
             files.future = log

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import structlog
 
-from broker.core.local_logs import FoundLog, Inventory, LocalFiles, LogKind
+from broker.core.local_logs import FoundLog, Inventory, LocalFiles, LogKind, duplicate_message
 from broker.core.partition_state import PartitionState
 from broker.core.placement import PICK, DirView, FutureAction, LocalReplica, choose_dir, decide
 from kraftpy.image import TopicIdPartition
-from protocol.uuid import Uuid, describe_directory
+from protocol.uuid import LOST, Uuid, describe_directory
 
 log = structlog.get_logger("broker.replicas")
 
@@ -174,7 +174,7 @@ class LogPlacement:
             # Logs on disk that the metadata does not place here, or belong to an older topic of the
             # same name: keep them out of the way (Kafka's stray replicas).
             for files in list(self.inventory.partitions.values()):
-                for found in (files.current, files.future):
+                for found in (*files.currents(), files.future):
                     if found is not None and not self._claimed(found):
                         plan.strays.append(found)
                         self._forget(found)
@@ -186,16 +186,57 @@ class LogPlacement:
         r = self.replicas.get((found.topic_id, found.partition)) if found.topic_id is not None else None
         return r is not None and r.tp.topic_name == found.topic
 
-    def _local(self, tp: TopicIdPartition, plan: Plan) -> LocalFiles:
+    def _local(self, tp: TopicIdPartition, plan: Plan) -> tuple[LocalFiles, bool]:
+        """The partition's logs on disk, and whether the current one is adopted: it had lost its
+        partition.metadata, and the metadata places a partition of that name here."""
         files = self.inventory.partitions.get((tp.topic_name, tp.partition))
         if files is None:
-            return LocalFiles()
-        for found in (files.current, files.future):
+            return LocalFiles(), False
+        adopted = False
+        if any(f.topic_id is None for f in files.currents()):
+            for f in files.currents():
+                if f.topic_id is None:
+                    log.warning(
+                        "partition log without partition.metadata adopted: the metadata places it here",
+                        partition=f"{tp.topic_name}-{tp.partition}",
+                        topic_id=str(tp.topic_id),
+                        path=self._path(f),
+                    )
+            files.current, *files.duplicates = [
+                replace(f, topic_id=tp.topic_id) if f.topic_id is None else f for f in files.currents()
+            ]
+            adopted = True
+        for found in (*files.currents(), files.future):
             if found is not None and found.topic_id != tp.topic_id:
                 # The topic was deleted and created again under the same name while we were away.
                 plan.strays.append(found)
                 self._forget(found)
-        return self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles()
+        return self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles(), adopted
+
+    def _path(self, found: FoundLog) -> str:
+        return f"{self.paths.get(found.dir_id, found.dir_id)}/{found.name}"
+
+    def _settle_duplicates(self, tp: TopicIdPartition, assigned: Uuid, files: LocalFiles, plan: Plan) -> bool:
+        """The partition's current log is in several dirs: keep the copy in the dir the metadata
+        assigns and move the others aside as strays (kept for the operator). False when the
+        metadata assigns none of those dirs: which copy is right is not the broker's to guess."""
+        keep = next((f for f in files.currents() if f.dir_id == assigned), None)
+        if keep is None:
+            log.error(
+                "replica offline: " + duplicate_message(files.currents(), self.paths),
+                partition=f"{tp.topic_name}-{tp.partition}",
+            )
+            return False
+        others = [f for f in files.currents() if f is not keep]
+        log.warning(
+            "partition log found in more than one dir; keeping the copy in the dir the metadata assigns",
+            partition=f"{tp.topic_name}-{tp.partition}",
+            kept=self._path(keep),
+            strays=[self._path(f) for f in others],
+        )
+        plan.strays.extend(others)
+        files.current, files.duplicates = keep, []
+        return True
 
     def _update(self, st: PartitionState, plan: Plan) -> None:
         tp, key = st.tp, st.key
@@ -218,7 +259,15 @@ class LogPlacement:
         if r.failed_dir is not None:
             self._set_unplaced(key, False)
             return
-        files = self._local(tp, plan)
+        files, adopted = self._local(tp, plan)
+        if files.duplicates and not self._settle_duplicates(tp, assigned, files, plan):
+            if r.location is None and not r.offline_reason:
+                plan.went_offline.append(tp)
+            r.offline_reason = duplicate_message(files.currents(), self.paths)
+            self._set_location(r, None)
+            # LOST: the controller treats the replica as offline until the operator removes a copy.
+            self._maybe_report(r, LOST if self.multi_dir and assigned != LOST else None, plan)
+            return
         d = decide(
             assigned,
             LocalReplica(
@@ -251,7 +300,8 @@ class LogPlacement:
                 plan.resume_futures.append((tp, files.current, files.future))
                 r.exists = True
                 r.future = files.future.dir_id
-            elif d.create:
+            elif d.create or (adopted and files.current is not None and location == files.current.dir_id):
+                # Adopted: creating it in place writes its partition.metadata and keeps its segments.
                 plan.creates.append((tp, location))
             else:
                 r.exists = True
@@ -305,8 +355,10 @@ class LogPlacement:
         files = self.inventory.partitions.get(found.key)
         if files is None:
             return
+        if found in files.duplicates:
+            files.duplicates.remove(found)
         if files.current is found:
-            files.current = None
+            files.current = files.duplicates.pop(0) if files.duplicates else None
         if files.future is found:
             files.future = None
         if files.current is None and files.future is None:

@@ -17,10 +17,12 @@ the dir holding a `-future` copy), and the state of the broker's dirs. It never 
 | MIGRATING, LOST, an unknown id | nothing, and some dir is offline | nothing: it may be in the offline dir (field bug 12); report LOST unless it already says so |
 | MIGRATING, LOST, an unknown id | nothing, no dir offline          | pick a dir, create, report                 |
 
-A broker with one log dir reports only to correct LOST (KIP-858): its replicas are wherever its
-one dir is. Reporting LOST for a replica that may sit in an offline dir this broker cannot even
-identify is how KIP-858 lets the controller know the replica is offline and placed; see
-docs/kip-deviations.md.
+A broker with one log dir reports to correct LOST (KIP-858), and also to correct an assignment to
+a dir id that is not its own (a dir dropped from `log.dirs`): the controller counts such a replica
+offline on a one-dir broker, as Kafka's does, so nothing else would ever bring it back into the ISR.
+UNASSIGNED and MIGRATING it leaves alone: its replicas are wherever its one dir is. Reporting LOST
+for a replica that may sit in an offline dir this broker cannot even identify is how KIP-858 lets
+the controller know the replica is offline and placed; see docs/kip-deviations.md.
 
 `choose_dir` places a new replica in the online dir holding the fewest replicas (current and
 future logs), ties broken by path, as Kafka's LogManager.nextLogDirs does by partition count.
@@ -32,7 +34,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 
-from protocol.uuid import LOST, UNASSIGNED, Uuid
+from protocol.uuid import LOST, MIGRATING, UNASSIGNED, Uuid
 
 
 class FutureAction(Enum):
@@ -141,7 +143,7 @@ def _report(actual: Uuid, assigned: Uuid, dirs: DirView) -> Uuid | None:
     if actual == assigned:
         return None
     if not dirs.multi_dir:
-        return actual if assigned == LOST else None
+        return None if assigned in (UNASSIGNED, MIGRATING) else actual
     return actual
 
 

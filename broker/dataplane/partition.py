@@ -105,6 +105,9 @@ class Partition:
     eligible_replicas: frozenset[int] = frozenset()
     """Brokers that may join the ISR (unfenced, not shutting down), with their registered epochs."""
     broker_epochs: dict[int, int] = field(default_factory=dict)
+    refused: frozenset[int] = frozenset()
+    """Newcomers the controller found ineligible (INELIGIBLE_REPLICA): not proposed again until the
+    metadata changes, or every fetch of theirs would send another AlterPartition."""
 
     # ---- metadata -------------------------------------------------------------------------------
 
@@ -127,6 +130,7 @@ class Partition:
     def set_cluster_view(self, eligible: Collection[int], broker_epochs: dict[int, int]) -> None:
         self.eligible_replicas = frozenset(eligible)
         self.broker_epochs = dict(broker_epochs)
+        self.refused = frozenset()
 
     def become_leader(
         self,
@@ -201,6 +205,7 @@ class Partition:
         self.partition_epoch = reg.partition_epoch
         self.replicas = tuple(reg.replicas)
         self.isr = tuple(reg.isr)
+        self.refused = frozenset()
 
     def go_offline(self) -> None:
         """The log's dir failed: nothing is served from here until the metadata moves the replica."""
@@ -316,7 +321,7 @@ class Partition:
         return self._propose((*self.isr, b))
 
     def _isr_eligible(self, broker_id: int, fetch_broker_epoch: int) -> bool:
-        if broker_id not in self.eligible_replicas:
+        if broker_id not in self.eligible_replicas or broker_id in self.refused:
             return False
         registered = self.broker_epochs.get(broker_id, -1)
         return fetch_broker_epoch < 0 or registered < 0 or fetch_broker_epoch == registered
@@ -366,8 +371,11 @@ class Partition:
         self.pending_isr = None
         return True
 
-    def isr_change_failed(self) -> None:
-        """The controller refused it or it could not be sent: the committed ISR stands; try again later."""
+    def isr_change_failed(self, *, ineligible: bool = False) -> None:
+        """The controller refused it or it could not be sent: the committed ISR stands; try again later
+        (with `ineligible`, not for the newcomers it named until the metadata changes)."""
+        if ineligible and self.pending_isr is not None:
+            self.refused |= {b for b in self.pending_isr if b not in self.isr}
         self.pending_isr = None
 
     # ---- follower progress ----------------------------------------------------------------------

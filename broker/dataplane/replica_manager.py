@@ -314,7 +314,7 @@ class ReplicaManager:
                 self._after_isr_change(hp)
             return
         log.info("ISR change not accepted", partition=str(hp.tp), error=error.name)
-        hp.state.isr_change_failed()
+        hp.state.isr_change_failed(ineligible=error is Errors.INELIGIBLE_REPLICA)
 
     async def _isr_check_loop(self) -> None:
         lag = self.settings.replica_lag_time_max_ms

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
-
-from broker.core.local_logs import DuplicateLogError, FoundLog, LogKind, classify
+from broker.core.local_logs import FoundLog, LogKind, classify
 from broker.core.log_placement import LogPlacement
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.uuid import LOST, UNASSIGNED, Uuid
@@ -140,17 +138,31 @@ def test_leadership_leaving_the_failed_dir_is_seen() -> None:
     assert not h.leads_partitions_in_dir(D3)
 
 
-def test_partition_dir_without_partition_metadata_is_a_stray_not_a_crash() -> None:
-    """Field bug 20 (KAFKA-16814)."""
-    inv = classify([found(D1, 0, topic_id=None), found(D2, 1)])
-    assert [f.name for f in inv.strays] == [f"{A}-0"]
+def test_a_log_that_lost_its_partition_metadata_is_adopted_where_the_metadata_places_it() -> None:
+    """Field bug 20 (KAFKA-16814): no crash. Unlike Kafka, no stray either when the metadata places
+    the partition here: the log may hold the only copy of acknowledged records."""
+    inv = classify([found(D1, 0, topic_id=None), found(D2, 1), found(D1, 5, topic_id=None, name="orphan")])
+    assert inv.strays == []
     h = LogPlacement(BROKER, PATHS, inventory=inv)
     image = image_of(
         topic(A, TOPIC_A), partition(TOPIC_A, 0, [BROKER], [D1]), partition(TOPIC_A, 1, [BROKER], [D2])
     )
     plan = apply_image(h, image)
-    assert [f.name for f in plan.strays] == [f"{A}-0"]
-    assert plan.creates == [(tp(0), D1)]
+    assert [f.name for f in plan.strays] == ["orphan-5"]  # nothing places it here
+    assert plan.creates == [(tp(0), D1)]  # in place: partition.metadata again, the segments kept
+    assert plan.reports == [] and h.get(TOPIC_A, 0).location == D1  # type: ignore[union-attr]
+
+
+def test_a_log_without_partition_metadata_beside_one_with_it_is_the_stray() -> None:
+    for logs in (
+        [found(D1, 0, topic_id=None), found(D2, 0)],
+        [found(D1, 0), found(D2, 0, topic_id=None)],
+    ):
+        inv = classify(logs)
+        without = next(f for f in logs if f.topic_id is None)
+        assert inv.strays == [without]
+        assert inv.partitions[(A, 0)].current == next(f for f in logs if f.topic_id is not None)
+    assert classify([found(D1, 0), found(D2, 0, LogKind.FUTURE, topic_id=None)]).strays[0].kind is LogKind.FUTURE
 
 
 def test_logs_the_metadata_does_not_want_are_strays_and_recreated_topics_start_fresh() -> None:
@@ -190,6 +202,24 @@ def test_abandoned_future_in_the_same_dir_is_deleted_and_accepted_future_promote
     assert h.get(TOPIC_A, 1).location == D2  # type: ignore[union-attr]
 
 
-def test_two_current_logs_for_one_partition_refuse_to_start() -> None:
-    with pytest.raises(DuplicateLogError, match=r"orders-0.*/data/d1.*/data/d2"):
-        classify([found(D1, 0), found(D2, 0)], PATHS)
+def test_a_log_in_two_dirs_is_kept_where_the_metadata_assigns_it() -> None:
+    """A dir dropped from log.dirs, its replicas made again in another, then the dir restored: the
+    copy in the assigned dir is kept, the other moved aside. Kafka refuses to start."""
+    inv = classify([found(D1, 0), found(D2, 0)])
+    h = LogPlacement(BROKER, PATHS, inventory=inv)
+    plan = apply_image(h, image_of(topic(A, TOPIC_A), partition(TOPIC_A, 0, [BROKER], [D2])))
+    assert [(f.dir_id, f.name) for f in plan.strays] == [(D1, f"{A}-0")]
+    assert plan.creates == [] and plan.reports == []
+    assert h.get(TOPIC_A, 0).location == D2 and h.ready_to_unfence()  # type: ignore[union-attr]
+
+
+def test_a_log_in_two_dirs_neither_assigned_is_offline_and_both_kept() -> None:
+    inv = classify([found(D1, 0), found(D2, 0)])
+    h = LogPlacement(BROKER, PATHS, inventory=inv)
+    plan = apply_image(h, image_of(topic(A, TOPIC_A), partition(TOPIC_A, 0, [BROKER], [D3])))
+    assert plan.strays == [] and plan.creates == [] and plan.deletes == []
+    assert plan.went_offline == [tp(0)] and plan.reports == [(tp(0), LOST)]
+    r = h.get(TOPIC_A, 0)
+    assert r is not None and not r.online
+    assert "Duplicate log directories for orders-0" in r.offline_reason
+    assert "/data/d1" in r.offline_reason and "/data/d2" in r.offline_reason

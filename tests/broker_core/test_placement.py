@@ -175,7 +175,9 @@ CASES = [
         ReplicaDecision(PICK, create=True, report=PICK),
     ),
     ("single dir, LOST, present: report", LOST, LocalReplica(D1), SINGLE, ReplicaDecision(D1, report=D1)),
-    ("single dir, other id, present: nothing", GONE, LocalReplica(D1), SINGLE, ReplicaDecision(D1)),
+    # Its dir dropped from log.dirs: the controller counts the replica offline until it is corrected.
+    ("single dir, other id, present: report", GONE, LocalReplica(D1), SINGLE, ReplicaDecision(D1, report=D1)),
+    ("single dir, MIGRATING, present: nothing", MIGRATING, LocalReplica(D1), SINGLE, ReplicaDecision(D1)),
 ]
 
 

@@ -140,7 +140,8 @@ async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: 
 
 async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Path) -> None:
     def prepare(paths: list[Path]) -> None:
-        (paths[0] / "a-0").mkdir()  # no partition.metadata (field bug 20)
+        (paths[0] / "a-0").mkdir()  # no partition.metadata (field bug 20): adopted, the metadata places it here
+        (paths[0] / "b-1").mkdir()  # no partition.metadata, and nothing places it here: a stray
         (paths[1] / "old-3").mkdir()  # a topic the metadata does not know
         write_partition_metadata(paths[1] / "old-3", Uuid.from_longs(5, 5))
 
@@ -151,10 +152,12 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
         rig.publish(image)  # type: ignore[arg-type]
         await rig.log_manager.wait_settled()
         names = {i: sorted(p.name for p in path.iterdir()) for i, path in enumerate(rig.paths)}
-        assert any(n.startswith("a-0.") and n.endswith("-stray") for n in names[0]), names
+        assert "a-0" in names[0] and not any(n.startswith("a-0.") for n in names[0]), names
+        assert any(n.startswith("b-1.") and n.endswith("-stray") for n in names[0]), names
         assert any(n.startswith("old-3.") and n.endswith("-stray") for n in names[1]), names
         where = rig.hosted.get(TOPIC_A, 0).location  # type: ignore[union-attr]
-        assert where is not None and read_partition_metadata(rig.dirs[where].path / "a-0") == TOPIC_A
+        assert where is not None and rig.dirs[where].path == rig.paths[0]
+        assert read_partition_metadata(rig.paths[0] / "a-0") == TOPIC_A
         # The replica moves to other brokers: its log is deleted.
         delta = delta_of(image, replicas_change(TOPIC_A, 0, [7, 8], [UNASSIGNED, UNASSIGNED]))
         changes = delta.local_changes(BROKER)

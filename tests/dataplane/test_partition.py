@@ -162,6 +162,19 @@ def test_expansion_needs_an_eligible_broker_with_its_registered_epoch() -> None:
     assert p.follower_fetched(3, 0, 31, now_ms=3, lag_ms=LAG).isr_change is not None
 
 
+def test_a_newcomer_the_controller_found_ineligible_waits_for_new_metadata() -> None:
+    """Otherwise each of its fetches would send the same refused AlterPartition again."""
+    p = leader(isr=(1, 2))
+    p.set_cluster_view({1, 2, 3}, {1: 10, 2: 20, 3: 30})
+    assert p.follower_fetched(3, 0, 30, now_ms=1, lag_ms=LAG).isr_change is not None
+    p.isr_change_failed(ineligible=True)
+    assert p.follower_fetched(3, 0, 30, now_ms=2, lag_ms=LAG).isr_change is None
+    p.update_registration(reg(isr=(1, 2), partition_epoch=1))  # e.g. its replica placed in a dir
+    assert p.follower_fetched(3, 0, 30, now_ms=3, lag_ms=LAG).isr_change is not None
+    p.isr_change_failed()  # any other refusal: tried again at the next fetch
+    assert p.follower_fetched(3, 0, 30, now_ms=4, lag_ms=LAG).isr_change is not None
+
+
 def test_expansion_waits_for_the_leader_epoch_start() -> None:
     p = leader(isr=(1, 2), leo=5)  # this epoch starts at 5; HW restarts at 0
     assert p.follower_fetched(3, 3, 30, now_ms=1, lag_ms=LAG).isr_change is None
