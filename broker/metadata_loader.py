@@ -104,6 +104,8 @@ class LocalMetadataLog:
     async def open(self) -> MetadataDelta:
         """Open (recovering a torn tail) and replay snapshot + log; the delta's image is where it ends."""
         self.log = await self.log_dir.run(MetadataLog.open, self.log_dir.path, self.config, timeout=math.inf)
+        # A broker's copy is the controllers' to give again: a damaged batch it cut is no loss.
+        await self.log_dir.run(self.log.settle_damage)
         return await self._on_cpu(_load_image, self.log)
 
     # LogPosition for the fetch decisions

@@ -56,6 +56,7 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
         mlog = MetadataLog.open(cfg.metadata_log_dir_path, MetadataLogConfig.from_server_config(cfg))
     except (LogError, OSError) as e:
         raise StartupError(f"cannot open the metadata log in {cfg.metadata_log_dir_path}: {e}") from None
+    _settle_damage(cfg, mlog)
     try:
         # Only the snapshot: what the log holds after it is applied as the quorum commits it.
         replayed = replay_committed(mlog, core, delta, snapshot_end(mlog))
@@ -74,6 +75,35 @@ def load_metadata(cfg: KafkaConfig) -> LoadedMetadata:
         metadata_version_level=mv_level,
         replayed=replayed,
         latest_snapshot=mlog.latest_snapshot(),
+    )
+
+
+def _settle_damage(cfg: KafkaConfig, mlog: MetadataLog) -> None:
+    """A damaged last batch was cut (now or at an earlier start). Other voters hold its records, and
+    Raft fetches them again; a lone voter was their only copy, so it does not start as if the
+    operations they acknowledged had never happened."""
+    from kraftpy.metalog.log import DAMAGE_MARKER
+
+    damage = mlog.recovery.damage
+    if damage is None:
+        return
+    if {v.id for v in cfg.quorum_voters} - {cfg.node_id}:
+        log.warning(
+            "the metadata log's damaged last batch was cut; this voter fetches its records from the quorum again",
+            **{k: v for k, v in damage.items() if k in ("path", "position", "log_end_offset")},
+        )
+        mlog.settle_damage()
+        return
+    marker = mlog.dir / DAMAGE_MARKER
+    try:
+        mlog.close()
+    except Exception:
+        log.exception("closing the metadata log failed")
+    raise StartupError(
+        f"the metadata log's last batch ({damage.get('path')} at position {damage.get('position')}: "
+        f"{damage.get('reason')}) was cut at offset {damage.get('log_end_offset')}; the operations it held may "
+        "have been acknowledged, and this controller is the only voter, so no copy is left. Restore the metadata "
+        f"log from a backup, or delete {marker} to start without them."
     )
 
 

@@ -17,9 +17,10 @@ bad batch raises CorruptLogError naming the file and position. Nothing is skippe
 from __future__ import annotations
 
 import itertools
+import json
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,11 @@ class MetadataLogConfig:
         )
 
 
+# Left in the log's dir when recovery cut a damaged whole batch, until someone settles it: only then
+# does the cut stop being news (a lone voter must not start as if nothing had been lost).
+DAMAGE_MARKER = "damaged-tail.json"
+
+
 @dataclass(frozen=True)
 class RecoveryReport:
     """What opening the log found and did."""
@@ -110,6 +116,8 @@ class RecoveryReport:
     segments: int = 0
     batches: int = 0
     removed_files: tuple[str, ...] = field(default=())
+    damage: dict[str, object] | None = None
+    """A damaged batch cut at this open or an earlier one and not yet settled (`DAMAGE_MARKER`)."""
 
     @property
     def clean(self) -> bool:
@@ -271,6 +279,7 @@ class MetadataLog:
             segments=len(self._segments),
             batches=batches,
             removed_files=tuple(removed),
+            damage=self._read_damage(),
         )
         log.info(
             "metadata log opened",
@@ -286,6 +295,24 @@ class MetadataLog:
     def _segment_path(self, bases: Sequence[int], offset: int) -> Path:
         base = max((b for b in bases if b <= offset), default=bases[0] if bases else 0)
         return self.dir / f"{base:020d}.log"
+
+    def _read_damage(self) -> dict[str, object] | None:
+        path = self.dir / DAMAGE_MARKER
+        try:
+            data = json.loads(path.read_bytes())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as e:
+            return {"path": str(path), "reason": f"unreadable {DAMAGE_MARKER}: {e}"}
+        return data if isinstance(data, dict) else {"path": str(path), "reason": f"unreadable {DAMAGE_MARKER}"}
+
+    def settle_damage(self) -> None:
+        """The cut records are not needed from this copy (other voters hold them): forget the damage."""
+        if self.recovery.damage is None:
+            return
+        (self.dir / DAMAGE_MARKER).unlink(missing_ok=True)
+        fsync_dir(self.dir)
+        self.recovery = replace(self.recovery, damage=None)
 
     def _check_epochs_against_quorum_state(self, scanned: Sequence[EpochEntry]) -> None:
         """No batch may carry an epoch newer than the one this voter last knew: that epoch was
@@ -320,6 +347,9 @@ class MetadataLog:
             )
             return
         seg.flush()
+        if torn.damaged:
+            damage = {**torn.describe(), "log_end_offset": seg.next_offset, "cut_at_ms": _now_ms()}
+            atomic_write(self.dir / DAMAGE_MARKER, json.dumps(damage, indent=2).encode() + b"\n")
         (log.error if torn.damaged else log.warning)(
             "metadata log recovery cut a damaged whole batch from the tail; records it held may have been acknowledged"
             if torn.damaged

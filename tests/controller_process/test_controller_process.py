@@ -554,6 +554,33 @@ def test_unformatted_storage_is_one_clear_error(tmp_path: Path) -> None:
     _assert_one_clear_line(proc, "storage format")
 
 
+async def test_a_lone_voter_does_not_start_without_a_damaged_last_batch(
+    controller_node: Callable[..., ControllerNode], client_for: Any
+) -> None:
+    """Issue 17: its records may have been acknowledged, and no other voter holds them."""
+    from kraftpy.metalog.files import PARTITION_DIR
+    from kraftpy.metalog.log import DAMAGE_MARKER
+    from protocol.record_batch import iter_batch_positions
+
+    node = controller_node()
+    client = client_for(node)
+    assert (await register(client, node, 2, dirs(1))).ErrorCode == 0
+    assert node.stop() == 0
+    seg = sorted((node.metadata_dir / PARTITION_DIR).glob("*.log"))[-1]
+    data = bytearray(seg.read_bytes())
+    pos, header = list(iter_batch_positions(bytes(data)))[-1]
+    data[pos + header.size - 1] ^= 0x01  # one bit of the last record: the batch is whole, its CRC fails
+    seg.write_bytes(bytes(data))
+
+    for _ in range(2):  # the cut is made at the first start; the second must refuse all the same
+        proc = _run_controller(node.config)
+        _assert_one_clear_line(proc, "only voter", DAMAGE_MARKER, "backup")
+    (node.metadata_dir / PARTITION_DIR / DAMAGE_MARKER).unlink()
+    node.start()
+    verify = run_kraftpy("metadata", "verify", str(node.metadata_dir), check=False)
+    assert verify.returncode == 0, verify.stdout + verify.stderr
+
+
 async def test_leadership_returns_to_the_preferred_replica(
     controller_node: Callable[..., ControllerNode], client_for: Any
 ) -> None:

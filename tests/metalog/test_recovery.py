@@ -186,11 +186,32 @@ def test_a_whole_last_batch_failing_its_crc_is_cut_loudly(tmp_path: Path) -> Non
     assert errors and "may have been acknowledged" in errors[0]["event"]
 
 
+def test_the_cut_of_a_damaged_batch_is_remembered_until_settled(tmp_path: Path) -> None:
+    """The cut is durable at the first open; what was lost must not be forgotten with it."""
+    from kraftpy.metalog.log import DAMAGE_MARKER
+
+    seg = _three_epochs(tmp_path)
+    data = bytearray(seg.read_bytes())
+    last_pos, last_size, last_base = batch_positions(bytes(data))[-1]
+    data[last_pos + last_size - 1] ^= 0x01
+    seg.write_bytes(bytes(data))
+    with MetadataLog.open(tmp_path) as log:
+        first = log.recovery.damage
+        assert first is not None and first["position"] == last_pos and first["log_end_offset"] == last_base
+    with MetadataLog.open(tmp_path) as log:
+        assert log.recovery.clean and log.recovery.damage == first  # nothing cut this time, still known
+        log.settle_damage()
+        assert log.recovery.damage is None
+    assert not (tmp_path / PARTITION_DIR / DAMAGE_MARKER).exists()
+    with MetadataLog.open(tmp_path) as log:
+        assert log.recovery.damage is None and log.log_end_offset == last_base
+
+
 def test_a_batch_cut_short_is_a_torn_write_not_damage(tmp_path: Path) -> None:
     seg = _three_epochs(tmp_path)
     data = seg.read_bytes()
     last_pos, last_size, _ = batch_positions(data)[-1]
     seg.write_bytes(data[: last_pos + last_size - 3])
     with capture_logs() as logs, MetadataLog.open(tmp_path) as log:
-        assert not log.recovery.clean and not log.recovery.damaged_tail
+        assert not log.recovery.clean and not log.recovery.damaged_tail and log.recovery.damage is None
     assert not [e for e in logs if e["log_level"] == "error"]
