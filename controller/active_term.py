@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from controller.core.bootstrap import MigrationConfigError
 from controller.errors import halt
 from controller.event_queue import ControllerEventQueue, QueueClosedError
 from controller.log_sink import MetadataLogSink, PreparedAppend
@@ -106,6 +107,8 @@ class ActiveTerm:
             )
         except (QueueClosedError, asyncio.CancelledError):
             return
+        except MigrationConfigError as e:
+            halt(str(e), e)
         except Exception as e:
             log.warning("activating the controller failed", leader_epoch=self.epoch, error=repr(e))
 

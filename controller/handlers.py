@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from controller.event_queue import EventTimeoutError, QueueClosedError, WriteContext
+from controller.self_registration import register_from_request
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 
@@ -84,6 +85,10 @@ class ControllerApis:
             "AlterPartition": write("alterPartition", lambda core, r, v, ctx: core.alter_partition(r, v)),
             "AllocateProducerIds": write(
                 "allocateProducerIds", lambda core, r, v, ctx: core.allocate_producer_ids(r, v)
+            ),
+            "ControllerRegistration": write(
+                "registerController",
+                lambda core, r, v, ctx: register_from_request(r, core.metadata_version),
             ),
             "DescribeCluster": self._describe_cluster,
             "Metadata": read("metadata", lambda core, r, v: core.metadata(r, v)),

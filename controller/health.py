@@ -69,4 +69,6 @@ def controller_stats(
         latest_snapshot_offset=raft.latest_snapshot_end_offset,
         event_queue_size=queue.size() if queue is not None else 0,
         metadata_errors=metadata_errors,
+        zk_migration_state=int(core.m.features.zk_migration_state),
+        migrating_zk_brokers=sum(1 for r in cluster.registrations.values() if r.is_migrating_zk_broker),
     )

@@ -55,6 +55,10 @@ def load_controller_config(path: str, overrides: dict[str, str]) -> KafkaConfig:
         raise StartupError(
             f"{path}: combined broker+controller mode is not supported; run kraftpy-broker separately"
         )
+    if cfg.zookeeper_metadata_migration_enable and not cfg.zookeeper_connect:
+        raise StartupError(
+            f"{path}: If using `zookeeper.metadata.migration.enable` in KRaft mode, `zookeeper.connect` must also be set."
+        )
     names = cfg.controller_listener_names or []
     try:
         cfg.listener(names[0])

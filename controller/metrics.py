@@ -38,6 +38,11 @@ class ControllerStats:
     raft_epoch: int = 0
     raft_election_ms: float = 0.0
     metadata_errors: int = 0
+    zk_migration_state: int = 0
+    migrating_zk_brokers: int = 0
+    zk_write_behind_lag: int = 0
+    zk_write_snapshot_ms: float = 0.0
+    zk_write_delta_ms: float = 0.0
 
 
 _GAUGES: tuple[tuple[str, str, str], ...] = (
@@ -76,6 +81,27 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
         "LastAppliedRecordLagMs: now minus the timestamp of the last applied batch",
         "last_applied_lag_ms",
     ),
+    (
+        "zk_migration_state",
+        "ZkMigrationState: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
+        "zk_migration_state",
+    ),
+    (
+        "migrating_zk_broker_count",
+        "MigratingZkBrokerCount: ZooKeeper-mode brokers registered with the controller for the migration",
+        "migrating_zk_brokers",
+    ),
+    (
+        "zk_write_behind_lag",
+        "ZkWriteBehindLag: committed metadata offsets not yet written to ZooKeeper in dual write",
+        "zk_write_behind_lag",
+    ),
+    (
+        "zk_write_snapshot_time_ms",
+        "ZkWriteSnapshotTimeMs: the last full reconciliation of ZooKeeper with the image",
+        "zk_write_snapshot_ms",
+    ),
+    ("zk_write_delta_time_ms", "ZkWriteDeltaTimeMs: the last dual write of one delta", "zk_write_delta_ms"),
     ("raft_current_leader", "raft current-leader: the leader's node id, -1 if unknown", "raft_leader"),
     ("raft_current_epoch", "raft current-epoch: the quorum epoch this voter knows", "raft_epoch"),
     (

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +40,7 @@ from controller.log_sink import PreparedAppend
 from controller.metrics import ControllerMetrics, ControllerStats
 from controller.raft_client import NotLeaderError, RaftClient
 from controller.raft_transport import HttpRaftTransport
+from controller.registration_manager import ControllerRegistrationManager
 from controller.snapshot_policy import SnapshotPolicy
 from controller.snapshots import SnapshotGenerator
 from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
@@ -48,8 +50,10 @@ from protocol.record_batch import decode_batch, metadata_records
 
 if TYPE_CHECKING:
     from controller.core import QuorumControllerCore
+    from controller.migration.shell import MigrationShell
     from controller.startup import LoadedMetadata
     from kraftpy.config import KafkaConfig
+    from kraftpy.image import MetadataImage
     from kraftpy.metalog.files import SnapshotId
 
 log = structlog.get_logger(__name__)
@@ -96,6 +100,7 @@ class ControllerServer:
         self._runner: web.AppRunner | None = None
         self._activated = asyncio.Event()
         self._term_tasks: set[asyncio.Task[Any]] = set()
+        self._migration: MigrationShell | None = None
         self._stopping = False
         self._stopped = False
         self.registry = CollectorRegistry()
@@ -154,6 +159,17 @@ class ControllerServer:
         teardown.push_async_callback(raft.close)
         teardown.push_async_callback(self._end_term)
         snapshots.start_time_trigger()
+        registration = ControllerRegistrationManager(
+            cfg,
+            voters,
+            leader_id=lambda: raft.leader_id,
+            active=lambda: self.active,
+            registered=lambda: self._core.m.cluster.controllers.get(self.node_id) if self._core else None,
+        )
+        registration.start()
+        teardown.push_async_callback(registration.stop)
+        if cfg.zookeeper_metadata_migration_enable:
+            await self._start_migration(voters)
         if len(voters) == 1:
             # A lone voter elects itself at once; it listens once active, as a lone controller did.
             try:
@@ -180,6 +196,27 @@ class ControllerServer:
             voters=sorted(voters),
             leader_epoch=self.leader_epoch,
         )
+
+    async def _start_migration(self, voters: dict[int, str]) -> None:
+        from controller.migration.shell import MigrationShell
+
+        assert self.cfg.zookeeper_connect is not None
+        shell = self._migration = MigrationShell(
+            node_id=self.node_id,
+            voters=list(voters),
+            zookeeper_connect=self.cfg.zookeeper_connect,
+            session_timeout_ms=self.cfg.zookeeper_session_timeout_ms,
+            term=lambda: self._term,
+            image=self._committed_image,
+            # ZooKeeper brokers are reached on their inter-broker listener, as their own controller did.
+            listener_name=self.cfg.inter_broker_listener_name,
+        )
+        await shell.start()
+        self._teardown.push_async_callback(shell.stop)
+
+    def _committed_image(self) -> MetadataImage:
+        assert self._snapshots is not None
+        return self._snapshots.committed.image()
 
     async def _listen(self, apis: ControllerApis) -> None:
         from protocol.transport import create_app, start_server
@@ -213,6 +250,8 @@ class ControllerServer:
                 core.replay(record, entry.offset + i)
             committed.add(entry.offset, records, entry.epoch, batch.max_timestamp)
         self._snapshots.after_commit(sum(len(e.data) for e in entries))
+        if self._migration is not None:
+            self._migration.wake()
 
     async def handle_snapshot(self, snapshot_id: SnapshotId) -> None:
         """A snapshot from the leader replaced our log: load the state it holds."""
@@ -240,6 +279,8 @@ class ControllerServer:
             clock_ms=_wall_clock_ms,
         )
         self.metrics.new_active_controllers.inc()
+        if self._migration is not None:
+            self._migration.on_leadership(True, epoch)
         # The activation writes wait for their commit, which needs the Raft driver that called us.
         task = asyncio.ensure_future(self._activate(term))
         self._term_tasks.add(task)
@@ -262,6 +303,8 @@ class ControllerServer:
 
     async def _abort_term(self, why: str) -> None:
         term, self._term = self._term, None
+        if term is not None and self._migration is not None:
+            self._migration.on_leadership(False, term.epoch)
         if term is not None:
             await term.abort(NotLeaderError(why))
         for task in list(self._term_tasks):
@@ -308,6 +351,8 @@ class ControllerServer:
         if self._term is not None:
             self._term.queue.on_committed(high_watermark)
         self.metrics.commit_batches.inc()
+        if self._migration is not None:
+            self._migration.wake()
 
     def _on_log_failure(self, exc: BaseException) -> None:
         if isinstance(exc, NotLeaderError):
@@ -319,22 +364,35 @@ class ControllerServer:
     # ---- what the controller reports ----------------------------------------------------------------------
 
     def _stats(self) -> ControllerStats:
-        return controller_stats(
+        stats = controller_stats(
             active=self.active,
             core=self._core,
             raft=self._raft,
             queue=self._term.queue if self._term is not None else None,
             metadata_errors=int(self._loaded.log.recovery.damaged_tail) if self._loaded is not None else 0,
         )
+        if self._migration is None:
+            return stats
+        return dataclasses.replace(
+            stats,
+            zk_write_behind_lag=self._migration.driver.write_behind_lag(),
+            zk_write_snapshot_ms=self._migration.zk_write_snapshot_ms,
+            zk_write_delta_ms=self._migration.zk_write_delta_ms,
+        )
 
     def _health(self) -> dict[str, Any]:
-        return health(
+        body = health(
             stopping=self._stopping,
             active=self.active,
             node_id=self.node_id,
             cluster_id=self.cluster_id,
             raft=self._raft,
         )
+        if self._core is not None:
+            body["zk_migration_state"] = self._core.m.features.zk_migration_state.name
+        if self._migration is not None:
+            body.update(self._migration.describe())
+        return body
 
 
 def _close_log(loaded: LoadedMetadata) -> None:

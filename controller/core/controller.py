@@ -33,6 +33,7 @@ import controller.core.producer_ids as _producer_ids
 import controller.core.queries as _queries
 import controller.core.topics as _topics
 from controller.core.context import ControllerConfig, ControllerManagers
+from controller.core.metadata_version import FEATURE_NAME
 from controller.core.partition_change import Election
 from controller.core.replication_control import TopicIdPartition
 from controller.core.result import ControllerResult
@@ -177,12 +178,23 @@ class QuorumControllerCore:
         AbortTransactionRecord for a transaction a crash left open, else nothing."""
         if self.last_replayed_offset < 0:
             return self.bootstrap_records(bootstrap, metadata_version)
+        records: list[ApiMessageAndVersion] = []
+        finalized, migration_state = self.m.features.snapshot()
         if self._transaction_start is not None:
             reason = (
                 f"Controller failover: aborting the transaction begun at offset {self._transaction_start[0]}"
             )
-            return ControllerResult.atomic_of([_bootstrap.abort_transaction_record(reason)], None)
-        return ControllerResult.of([], None)
+            records.append(_bootstrap.abort_transaction_record(reason))
+            # What the abort leaves: the state as of the transaction's Begin (an interrupted
+            # migration copy goes back to PRE_MIGRATION and starts over).
+            finalized, migration_state = next(
+                snap for mgr, snap in self._transaction_start[1] if mgr is self.m.features
+            )
+        if FEATURE_NAME in finalized:
+            records += _bootstrap.migration_activation_records(
+                migration_state, self.config.zk_migration_enabled, finalized[FEATURE_NAME]
+            )
+        return ControllerResult.atomic_of(records, None) if records else ControllerResult.of([], None)
 
     # ---- operations --------------------------------------------------------------------------
 

@@ -103,14 +103,18 @@ class BrokerRegistration:
         if directory in self.directories:
             return True
         if directory in (UNASSIGNED, MIGRATING):
-            return not self.multi_dir
+            # A ZooKeeper broker in migration never places its replicas: they are wherever its
+            # ZooKeeper-mode log manager put them, and online (KIP-858's migration section).
+            return not self.multi_dir or self.is_migrating_zk_broker
         return False
 
     def directory_placed(self, directory: Uuid) -> bool:
         """Whether the controller knows where a replica assigned to `directory` lives (the
         KIP-858 condition for unfencing a multi-dir broker). LOST counts as known: it is the
-        broker's way to say a replica sits in a dir it cannot reach."""
-        if directory == LOST:
+        broker's way to say a replica sits in a dir it cannot reach. A ZooKeeper broker in
+        migration never sends AssignReplicasToDirs (as in Kafka), so all of its replicas count as
+        placed: otherwise it could never be unfenced, nor lead."""
+        if directory == LOST or self.is_migrating_zk_broker:
             return True
         if directory in (UNASSIGNED, MIGRATING):
             return not self.multi_dir

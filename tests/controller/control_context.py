@@ -46,6 +46,7 @@ class ControlTestContext:
         unclean_leader_election_enable: bool = False,
         seed: int = 7,
         bootstrap: bool = True,
+        zk_migration_enabled: bool = False,
     ) -> None:
         self.config = ControllerConfig(
             node_id=3000,
@@ -53,6 +54,7 @@ class ControlTestContext:
             broker_session_timeout_ms=session_timeout_ms,
             unclean_leader_election_enable=unclean_leader_election_enable,
             random_seed=seed,
+            zk_migration_enabled=zk_migration_enabled,
         )
         self.core = QuorumControllerCore(self.config)
         self.now_ms = 1_000_000
