@@ -27,19 +27,14 @@ import structlog
 
 from controller.zk import zk_state
 from controller.zk.core import ZkControllerCore, ZkControllerResult
-from controller.zk.model import LiveBroker
 from controller.zk.requests import BrokerRequest, LeaderAndIsrOut, StopReplicaOut
+from controller.zk.sender import BrokerSender
 from controller.zk.wire import RequestWire
 from kraftpy.zookeeper import ZkBadVersionError, ZkClient, ZkError
 from protocol import znodes
-from protocol.errors import Errors
-from protocol.transport import RpcClient, RpcConnectionError
-from protocol.transport.client import NO_RETRIES
 
 log = structlog.get_logger("controller.zk")
 
-SEND_TIMEOUT_S = 10.0
-SEND_BACKOFF_S = 0.1
 
 Event = Callable[[], Awaitable[None]]
 
@@ -76,7 +71,7 @@ class ZkControllerShell:
         self.on_lost = on_lost
         self.active = False
         self._events: asyncio.Queue[Event] = asyncio.Queue()
-        self._senders: dict[int, _BrokerSender] = {}
+        self._senders: dict[int, BrokerSender] = {}
         self._tasks: list[asyncio.Task[None]] = []
 
     # ---- lifecycle -----------------------------------------------------------------------------
@@ -237,7 +232,7 @@ class ZkControllerShell:
                 if url is None:
                     log.warning("broker has no usable endpoint", broker=req.broker_id)
                     continue
-                sender = self._senders[req.broker_id] = _BrokerSender(broker, url, self._answered)
+                sender = self._senders[req.broker_id] = BrokerSender(broker, url, self._answered)
             sender.send(req, self.wire)
 
     def _answered(self, req: BrokerRequest, response: Any) -> None:
@@ -253,44 +248,3 @@ class ZkControllerShell:
 
     def offline_partition_count(self) -> int:
         return self.core.offline_partition_count() if self.active else 0
-
-
-class _BrokerSender:
-    """One broker's requests, in order, each retried until answered or the broker is gone."""
-
-    def __init__(self, broker: LiveBroker, url: str, on_answer: Callable[[BrokerRequest, Any], None]) -> None:
-        self.broker = broker
-        self._client = RpcClient(url, timeout=SEND_TIMEOUT_S, retry=NO_RETRIES)
-        self._queue: asyncio.Queue[tuple[BrokerRequest, RequestWire]] = asyncio.Queue()
-        self._on_answer = on_answer
-        self._task = asyncio.create_task(self._run(), name=f"zk-controller-sender-{broker.id}")
-
-    def send(self, req: BrokerRequest, wire: RequestWire) -> None:
-        self._queue.put_nowait((req, wire))
-
-    async def stop(self) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
-        await self._client.close()
-
-    async def _run(self) -> None:
-        while True:
-            req, wire = await self._queue.get()
-            api, body = wire.encode(req)
-            while True:
-                try:
-                    response = await self._client.call(api, body)
-                except (RpcConnectionError, TimeoutError) as e:
-                    log.debug("broker unreachable; retrying", broker=self.broker.id, api=api, error=str(e))
-                    await asyncio.sleep(SEND_BACKOFF_S)
-                    continue
-                break
-            code = getattr(response, "ErrorCode", 0)
-            if code != Errors.NONE:
-                log.warning(
-                    "broker refused a controller request",
-                    broker=self.broker.id,
-                    api=api,
-                    error=Errors(code).name,
-                )
-            self._on_answer(req, response)

@@ -2,7 +2,7 @@
 
 The core speaks in plain values (`controller.zk.requests`); this module turns them into
 LeaderAndIsr, UpdateMetadata and StopReplica with Kafka's field names, every one stamped with this
-controller's id and epoch (isKRaftController false), and reads the brokers' answers back.
+controller's id and epoch (isKRaftController true only from a migrating KRaft controller), and reads the brokers' answers back.
 """
 
 from __future__ import annotations
@@ -24,14 +24,15 @@ TopicPartition = tuple[str, int]
 
 
 class RequestWire:
-    def __init__(self, controller_id: int, epoch: int) -> None:
+    def __init__(self, controller_id: int, epoch: int, *, kraft_controller: bool = False) -> None:
         self.controller_id = controller_id
         self.epoch = epoch
+        self.kraft_controller = kraft_controller
 
     def _top(self, broker_epoch: int) -> dict[str, Any]:
         return {
             "ControllerId": self.controller_id,
-            "isKRaftController": False,
+            "isKRaftController": self.kraft_controller,
             "ControllerEpoch": self.epoch,
             "BrokerEpoch": broker_epoch,
         }

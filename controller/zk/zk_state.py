@@ -22,7 +22,7 @@ from controller.zk.core import (
     ZkWrite,
 )
 from controller.zk.model import Endpoint, LeaderAndIsr, LiveBroker, TopicAssignment, TopicPartition
-from kraftpy.zookeeper import CheckOp, CreateOp, DeleteOp, SetOp, ZkClient
+from kraftpy.zookeeper import CheckOp, CreateOp, DeleteOp, SetOp, ZkClient, ZnodeStat
 from protocol import znodes
 
 log = structlog.get_logger("controller.zk")
@@ -30,17 +30,7 @@ log = structlog.get_logger("controller.zk")
 
 async def read_snapshot(zk: ZkClient) -> ZkSnapshot:
     live = await read_live_brokers(zk, await zk.get_children(znodes.BROKER_IDS) or [])
-    topics: dict[str, TopicAssignment] = {}
-    states: dict[TopicPartition, LeaderAndIsr] = {}
-    for name in sorted(await zk.get_children(znodes.TOPICS) or []):
-        assignment = await read_topic(zk, name)
-        if assignment is None:
-            continue
-        topics[name] = assignment
-        for p in assignment.partitions:
-            st = await read_partition_state(zk, (name, p))
-            if st is not None:
-                states[(name, p)] = st
+    topics, states = await read_topics(zk, await zk.get_children(znodes.TOPICS) or [])
     deletions = await zk.get_children(znodes.DELETE_TOPICS) or []
     events = await zk.get_children(znodes.LOG_DIR_EVENT_NOTIFICATION) or []
     return ZkSnapshot(live, topics, states, sorted(deletions), sorted(events))
@@ -86,8 +76,35 @@ def _endpoints(info: znodes.BrokerIdZnode) -> tuple[Endpoint, ...]:
     return tuple(out)
 
 
+async def read_topics(
+    zk: ZkClient, names: Iterable[str]
+) -> tuple[dict[str, TopicAssignment], dict[TopicPartition, LeaderAndIsr]]:
+    """The named topics' assignments and their partitions' states, read in two pipelined rounds."""
+    ordered = sorted(names)
+    topics: dict[str, TopicAssignment] = {}
+    for name, found in zip(ordered, await zk.get_many([znodes.topic_path(n) for n in ordered]), strict=True):
+        assignment = parse_topic(name, found)
+        if assignment is not None:
+            topics[name] = assignment
+    tps = [(name, p) for name, a in topics.items() for p in a.partitions]
+    states: dict[TopicPartition, LeaderAndIsr] = {}
+    found_states = await zk.get_many([znodes.partition_state_path(*tp) for tp in tps])
+    for tp, found in zip(tps, found_states, strict=True):
+        st = parse_partition_state(tp, found)
+        if st is not None:
+            states[tp] = st
+    return topics, states
+
+
 async def read_topic(zk: ZkClient, name: str) -> TopicAssignment | None:
-    found = await zk.get(znodes.topic_path(name))
+    return parse_topic(name, await zk.get(znodes.topic_path(name)))
+
+
+async def read_partition_state(zk: ZkClient, tp: TopicPartition) -> LeaderAndIsr | None:
+    return parse_partition_state(tp, await zk.get(znodes.partition_state_path(*tp)))
+
+
+def parse_topic(name: str, found: tuple[bytes, ZnodeStat] | None) -> TopicAssignment | None:
     if found is None:
         return None
     try:
@@ -101,8 +118,7 @@ async def read_topic(zk: ZkClient, name: str) -> TopicAssignment | None:
     return TopicAssignment(topic.topic_id, {int(p): tuple(r) for p, r in topic.partitions.items()})
 
 
-async def read_partition_state(zk: ZkClient, tp: TopicPartition) -> LeaderAndIsr | None:
-    found = await zk.get(znodes.partition_state_path(*tp))
+def parse_partition_state(tp: TopicPartition, found: tuple[bytes, ZnodeStat] | None) -> LeaderAndIsr | None:
     if found is None:
         return None
     data, stat = found
@@ -158,24 +174,24 @@ async def write(zk: ZkClient, epoch_zk_version: int, writes: list[ZkWrite], core
             else:
                 ops.append(SetOp(znodes.partition_state_path(topic, p), data, version=w.expected_version))
         elif isinstance(w, DeleteTopicWrite):
-            ops += await _delete_tree_ops(zk, znodes.topic_path(w.topic))
-            ops += await _delete_tree_ops(zk, znodes.topic_config_path(w.topic))
-            ops += await _delete_tree_ops(zk, znodes.delete_topic_path(w.topic))
+            ops += await delete_tree_ops(zk, znodes.topic_path(w.topic))
+            ops += await delete_tree_ops(zk, znodes.topic_config_path(w.topic))
+            ops += await delete_tree_ops(zk, znodes.delete_topic_path(w.topic))
         elif isinstance(w, DeleteTopicRequestWrite):
-            ops += await _delete_tree_ops(zk, znodes.delete_topic_path(w.topic))
+            ops += await delete_tree_ops(zk, znodes.delete_topic_path(w.topic))
         elif isinstance(w, DeleteLogDirEventWrite):
-            ops += await _delete_tree_ops(zk, f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{w.name}")
+            ops += await delete_tree_ops(zk, f"{znodes.LOG_DIR_EVENT_NOTIFICATION}/{w.name}")
     await zk.multi(ops)
 
 
-async def _delete_tree_ops(zk: ZkClient, path: str) -> list[DeleteOp]:
+async def delete_tree_ops(zk: ZkClient, path: str) -> list[DeleteOp]:
     """Deletes of `path` and everything under it, children first; nothing when it is gone."""
     children = await zk.get_children(path)
     if children is None:
         return []
     ops: list[DeleteOp] = []
     for child in sorted(children):
-        ops += await _delete_tree_ops(zk, f"{path}/{child}")
+        ops += await delete_tree_ops(zk, f"{path}/{child}")
     ops.append(DeleteOp(path))
     return ops
 
