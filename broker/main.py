@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import signal
 import sys
@@ -94,6 +95,7 @@ async def _serve(cfg, dirs, *, dataplane: bool = True) -> int:  # type: ignore[n
 async def _serve_zk(cfg, *, dataplane: bool = True) -> int:  # type: ignore[no-untyped-def]
     """ZooKeeper mode: the cluster id comes from ZooKeeper, so the dirs are checked once connected."""
     from broker.startup import StartupError
+    from broker.zk.migration import migration_config_problem, migration_configured
     from broker.zk.registration import get_or_create_cluster_id
     from broker.zk.server import ZkBrokerServer
     from broker.zk.storage import load_zk_broker_dirs
@@ -108,7 +110,12 @@ async def _serve_zk(cfg, *, dataplane: bool = True) -> int:  # type: ignore[no-u
     try:
         await zk.start()
         cluster_id = await get_or_create_cluster_id(zk)
-        dirs = await asyncio.to_thread(load_zk_broker_dirs, cfg, cluster_id)
+        problem = migration_config_problem(cfg)
+        if problem is not None:
+            raise StartupError(problem)
+        dirs = await asyncio.to_thread(
+            functools.partial(load_zk_broker_dirs, migrating=migration_configured(cfg)), cfg, cluster_id
+        )
     except ZkError as e:
         await zk.close()
         raise StartupError(e.message) from None

@@ -70,6 +70,7 @@ class RegistrationInfo:
     listeners: tuple[BrokerRegistrationRequest.Listener, ...] = ()
     features: tuple[BrokerRegistrationRequest.Feature, ...] = ()
     rack: str | None = None
+    is_migrating_zk_broker: bool = False
 
 
 @dataclass(frozen=True)
@@ -338,6 +339,7 @@ class BrokerLifecycle:
             Listeners=list(i.listeners),
             Features=list(i.features),
             Rack=i.rack,
+            IsMigratingZkBroker=i.is_migrating_zk_broker,
             LogDirs=sorted(self._log_dirs),
             PreviousBrokerEpoch=-1,
         )

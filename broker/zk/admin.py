@@ -11,6 +11,8 @@ brokers took it:
 - AllocateProducerIds claims the next block in `/latest_producer_id_block` with a version-checked
   write (Kafka's ZkProducerIdManager).
 - AlterPartition and ControlledShutdown go to the controller broker named by `/controller`.
+
+During a migration, once a KRaft controller holds `/controller`, every one of them goes to it.
 """
 
 from __future__ import annotations
@@ -53,8 +55,16 @@ class ZkControllerChannel:
         controller_url: Callable[[], str | None],
         rng: random.Random | None = None,
         timeout: float = 10.0,
+        kraft_controller: Callable[[], bool] = lambda: False,
+        kraft_broker_epoch: Callable[[], int] = lambda: -1,
     ) -> None:
+        """`kraft_controller()`: a migrating KRaft controller holds /controller; then it, not
+        ZooKeeper, takes what a controller does (a write here would bypass the metadata log), and
+        knows this broker by the epoch of its KRaft registration (`kraft_broker_epoch()`), not of
+        its /brokers/ids znode."""
         self.zk = zk
+        self._kraft_controller = kraft_controller
+        self._kraft_broker_epoch = kraft_broker_epoch
         self.cfg = cfg
         self._image = image
         self._controller_url = controller_url
@@ -63,6 +73,10 @@ class ZkControllerChannel:
         self._clients: dict[str, RpcClient] = {}
 
     async def call(self, api: str, request: Any, version: int | None = None, **kw: Any) -> Any:
+        if self._kraft_controller():
+            if "BrokerEpoch" in type(request).model_fields:
+                request = request.model_copy(update={"BrokerEpoch": self._kraft_broker_epoch()})
+            return await self._to_controller(api, request, version, **kw)
         if api == "CreateTopics":
             return await self.create_topics(request)
         if api == "DeleteTopics":

@@ -5,6 +5,10 @@ JSON, `kraftControllerEpoch` -1) together with `/controller_epoch` + 1, in one m
 against the epoch znode's version: exactly one broker wins, and the epoch it wrote fences every
 request and every ZooKeeper write of the controllers before it. The winner runs the controller
 (`on_elected`) until `/controller` names someone else or its session ends (`on_resigned`).
+
+During a migration a KRaft controller claims `/controller` as a persistent znode with its
+`kraftControllerEpoch` (>= 0): it never disappears while that quorum leads, so no broker tries to
+take it back, and one that was controller resigns.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ class ControllerElection:
         self.on_elected = on_elected
         self.on_resigned = on_resigned
         self.controller_id = -1
+        # `/controller` as last read; None when absent or unreadable.
+        self.znode: znodes.ControllerZnode | None = None
         self.active = False
         self._lock = asyncio.Lock()
         self._tasks: set[asyncio.Task[None]] = set()
@@ -50,15 +56,26 @@ class ControllerElection:
     def _changed(self, found: tuple[bytes, object] | None) -> None:
         if found is None:
             self.controller_id = -1
+            self.znode = None
             self._spawn(self.elect())
             return
         try:
-            self.controller_id = znodes.ControllerZnode.from_bytes(found[0]).brokerid
+            self.znode = znodes.ControllerZnode.from_bytes(found[0])
+            self.controller_id = self.znode.brokerid
         except znodes.ZnodeDecodeError as e:
             log.warning("unreadable /controller znode", error=str(e))
             self.controller_id = -1
-        if self.active and self.controller_id != self.broker_id:
-            self._spawn(self.resign("/controller names another broker"))
+            self.znode = None
+        kraft = self.znode is not None and self.znode.kraftControllerEpoch >= 0
+        if kraft:
+            assert self.znode is not None
+            log.info(
+                "a KRaft controller holds /controller",
+                controller_id=self.znode.brokerid,
+                kraft_controller_epoch=self.znode.kraftControllerEpoch,
+            )
+        if self.active and (kraft or self.controller_id != self.broker_id):
+            self._spawn(self.resign("/controller names another controller"))
 
     async def elect(self) -> None:
         async with self._lock:
@@ -82,6 +99,7 @@ class ControllerElection:
                 return
             self.active = True
             self.controller_id = self.broker_id
+            self.znode = wanted
             log.info("won the controller election", controller_epoch=epoch + 1)
         await self.on_elected(epoch + 1, version + 1)
 

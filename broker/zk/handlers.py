@@ -24,6 +24,7 @@ from broker.core.partition_state import PartitionState
 from broker.dataplane import DataPlane
 from broker.log_manager import LogManager
 from broker.zk.metadata_cache import ZkMetadataCache
+from broker.zk.migration import fencing_broker_epoch
 from kraftpy.image import TopicIdPartition
 from protocol.errors import Errors
 from protocol.rpc.leader_and_isr import LeaderAndIsrRequest, LeaderAndIsrResponse
@@ -47,15 +48,19 @@ class ZkBrokerApis:
         dataplane: DataPlane | None,
         cache: ZkMetadataCache,
         broker_epoch: Callable[[], int],
+        kraft_broker_epoch: Callable[[], int | None] = lambda: None,
         topic_configs: Callable[[list[str]], Awaitable[dict[str, dict[str, str]]]] | None = None,
         on_metadata: Callable[[], None] = lambda: None,
     ) -> None:
-        """`topic_configs`: reads the configs of the topics named (from `/config/topics/<t>`)."""
+        """`topic_configs`: reads the configs of the topics named (from `/config/topics/<t>`).
+        `kraft_broker_epoch`: this broker's KRaft registration epoch when it is configured for a
+        migration (None otherwise); a KRaft controller's requests are fenced with it."""
         self.broker_id = broker_id
         self.log_manager = log_manager
         self.dataplane = dataplane
         self.cache = cache
         self._broker_epoch = broker_epoch
+        self._kraft_broker_epoch = kraft_broker_epoch
         self._topic_configs = topic_configs
         self._on_metadata = on_metadata
         self.controller_epoch = -1
@@ -71,7 +76,12 @@ class ZkBrokerApis:
             "StopReplica": self.stop_replica,
         }
 
-    def _fence(self, controller_id: int, controller_epoch: int, broker_epoch: int) -> Errors:
+    def _fence(self, req: Any) -> Errors:
+        """The same controller-epoch fence whoever sends (a KRaft controller's ControllerId is its
+        node id, not a broker's, and its ControllerEpoch the ZooKeeper epoch it claimed)."""
+        controller_id: int = req.ControllerId
+        controller_epoch: int = req.ControllerEpoch
+        broker_epoch: int = req.BrokerEpoch
         if controller_epoch < self.controller_epoch:
             log.warning(
                 "request from an old controller ignored",
@@ -80,7 +90,12 @@ class ZkBrokerApis:
                 current_epoch=self.controller_epoch,
             )
             return Errors.STALE_CONTROLLER_EPOCH
-        if broker_epoch != -1 and broker_epoch < self._broker_epoch():
+        current = fencing_broker_epoch(
+            kraft_controller_request=bool(getattr(req, "isKRaftController", False)),
+            zk_epoch=self._broker_epoch(),
+            kraft_epoch=self._kraft_broker_epoch(),
+        )
+        if broker_epoch != -1 and broker_epoch < current:
             return Errors.STALE_BROKER_EPOCH
         self.controller_epoch = controller_epoch
         self.controller_id = controller_id
@@ -90,7 +105,7 @@ class ZkBrokerApis:
 
     async def leader_and_isr(self, req: LeaderAndIsrRequest, version: int) -> LeaderAndIsrResponse:
         async with self._lock:
-            error = self._fence(req.ControllerId, req.ControllerEpoch, req.BrokerEpoch)
+            error = self._fence(req)
             if error != Errors.NONE:
                 return _leader_and_isr_response(req, version, error, {})
             states: list[PartitionState] = []
@@ -148,7 +163,7 @@ class ZkBrokerApis:
 
     async def update_metadata(self, req: UpdateMetadataRequest, version: int) -> UpdateMetadataResponse:
         async with self._lock:
-            error = self._fence(req.ControllerId, req.ControllerEpoch, req.BrokerEpoch)
+            error = self._fence(req)
             if error != Errors.NONE:
                 return UpdateMetadataResponse(ErrorCode=error)
             new = self.cache.new_topics(req)
@@ -164,7 +179,7 @@ class ZkBrokerApis:
 
     async def stop_replica(self, req: StopReplicaRequest, version: int) -> StopReplicaResponse:
         async with self._lock:
-            error = self._fence(req.ControllerId, req.ControllerEpoch, req.BrokerEpoch)
+            error = self._fence(req)
             if error != Errors.NONE:
                 return StopReplicaResponse(ErrorCode=error)
             stopped: list[TopicIdPartition] = []

@@ -16,6 +16,9 @@ ZooKeeper's here:
 When the ZooKeeper session expires the ephemeral nodes are gone, so the cluster treats this broker
 as dead; it stops being controller at once, and registers again (with a new epoch) when a new
 session is up. SIGTERM runs a controlled shutdown through the controller first.
+
+Configured for a migration to KRaft (`migration`), the broker also registers with the KRaft quorum;
+once a KRaft controller holds `/controller` it is the controller for everything above.
 """
 
 from __future__ import annotations
@@ -46,6 +49,15 @@ from broker.zk.admin import ZkControllerChannel
 from broker.zk.election import ControllerElection
 from broker.zk.handlers import ZkBrokerApis
 from broker.zk.metadata_cache import ZkMetadataCache
+from broker.zk.migration import (
+    ControllerKind,
+    ControllerTarget,
+    DirFailureAction,
+    KRaftRegistration,
+    controller_target,
+    dir_failure_action,
+    migration_configured,
+)
 from controller.zk import metrics as controller_metrics
 from controller.zk.shell import ZkControllerShell
 from kraftpy.config import KafkaConfig
@@ -105,6 +117,8 @@ class ZkBrokerServer(BrokerProcess):
         self._info: znodes.BrokerIdZnode | None = None
         self._shutting_down = False
         self._session_lost = False
+        # Set when configured for a migration to KRaft: the registration with the KRaft quorum.
+        self.kraft: KRaftRegistration | None = None
 
     def now_ms(self) -> int:
         return int(asyncio.get_running_loop().time() * 1000)
@@ -134,7 +148,13 @@ class ZkBrokerServer(BrokerProcess):
             on_logs_changed=self._logs_changed,
         )
         self.channel = ZkControllerChannel(
-            self.zk, cfg, image=lambda: self.cache.image, controller_url=self._controller_url, rng=self.rng
+            self.zk,
+            cfg,
+            image=lambda: self.cache.image,
+            controller_url=self._controller_url,
+            rng=self.rng,
+            kraft_controller=self._kraft_controller_active,
+            kraft_broker_epoch=lambda: self.kraft.lifecycle.broker_epoch if self.kraft is not None else -1,
         )
         if self.with_dataplane:
             host = BrokerDataPlaneHost(
@@ -142,7 +162,7 @@ class ZkBrokerServer(BrokerProcess):
                 dirs,
                 self.log_dirs,
                 self.log_manager,
-                broker_epoch=lambda: self.broker_epoch,
+                broker_epoch=self._data_plane_broker_epoch,
                 controller=self.channel,  # type: ignore[arg-type]
             )
             self.dataplane = DataPlane(host)
@@ -153,6 +173,7 @@ class ZkBrokerServer(BrokerProcess):
             dataplane=self.dataplane,
             cache=self.cache,
             broker_epoch=lambda: self.broker_epoch,
+            kraft_broker_epoch=self._kraft_broker_epoch,
             topic_configs=self._topic_configs,
         )
         handlers = {
@@ -176,6 +197,16 @@ class ZkBrokerServer(BrokerProcess):
         assert self.port is not None
         self._info = registration.broker_info(cfg, self.port)
         await self._register()
+        if migration_configured(cfg):
+            self.kraft = KRaftRegistration(
+                cfg,
+                dirs,
+                self.tasks,
+                now_ms=self.now_ms,
+                on_shutdown=self._kraft_lifecycle_over,
+                started_at=self.started_at,
+            )
+            self.kraft.start()
         self.zk.on_session(self._on_session)
         self.election = ControllerElection(
             self.zk, self.broker_id, on_elected=self._become_controller, on_resigned=self._resign
@@ -296,14 +327,36 @@ class ZkBrokerServer(BrokerProcess):
                 log.warning("ignoring an unreadable topic config znode", topic=t, error=str(e))
         return out
 
-    def _controller_url(self) -> str | None:
+    def _data_plane_broker_epoch(self) -> int:
+        """The epoch this broker fetches and asks the controller with: its KRaft registration's
+        once a KRaft controller is in charge (it checks ISR members against those, as Kafka's
+        migrating brokers use their lifecycle manager's epoch), else its /brokers/ids znode's."""
+        if self.kraft is not None and self.kraft.registered and self._kraft_controller_active():
+            return self.kraft.lifecycle.broker_epoch
+        return self.broker_epoch
+
+    def _kraft_broker_epoch(self) -> int | None:
+        """The epoch of this broker's KRaft registration (-1 until answered); None when it is not
+        configured for a migration."""
+        return self.kraft.lifecycle.broker_epoch if self.kraft is not None else None
+
+    def _controller_target(self) -> ControllerTarget:
         election = self.election
-        if election is None or election.controller_id < 0:
-            return None
-        if election.controller_id == self.broker_id:
+        return controller_target(self.cfg, self.broker_id, election.znode if election is not None else None)
+
+    def _kraft_controller_active(self) -> bool:
+        return self._controller_target().kraft
+
+    def _controller_url(self) -> str | None:
+        target = self._controller_target()
+        if target.kind is ControllerKind.KRAFT:
+            return target.url
+        if target.kind is ControllerKind.SELF:
             assert self.port is not None
             return f"http://127.0.0.1:{self.port}"
-        broker = self.cache.image.cluster.brokers.get(election.controller_id)
+        if target.kind is ControllerKind.NONE:
+            return None
+        broker = self.cache.image.cluster.brokers.get(target.controller_id)
         ep = broker.endpoint(self.cfg.inter_broker_listener_name) if broker is not None else None
         return f"http://{ep.host}:{ep.port}" if ep is not None else None
 
@@ -323,8 +376,18 @@ class ZkBrokerServer(BrokerProcess):
 
     # ---- dir failures --------------------------------------------------------------------------
 
+    def _dir_failure_action(self) -> DirFailureAction:
+        return dir_failure_action(
+            migrating=self.kraft is not None,
+            online_dirs_left=sum(1 for d in self.log_dirs.values() if d.online),
+        )
+
     def _notify_controller(self, failure: LogDirFailure) -> None:
-        """KIP-112: tell the controller through ZooKeeper, after the local parts are done."""
+        """KIP-112: tell the controller through ZooKeeper, after the local parts are done; in
+        migration mode halt here instead, before anything reaches ZooKeeper."""
+        if self._dir_failure_action() is DirFailureAction.HALT:
+            self._halt_on_dir_failure(failure)
+            return
         data = znodes.LogDirEventZnode(broker=self.broker_id).to_bytes()
 
         async def write() -> None:
@@ -339,8 +402,15 @@ class ZkBrokerServer(BrokerProcess):
         self.tasks.spawn(write(), "zk-log-dir-event")
 
     def _on_dir_failure(self, failure: LogDirFailure) -> None:
-        if not any(d.online for d in self.log_dirs.values()):
+        action = self._dir_failure_action()
+        if action is DirFailureAction.HALT:
+            # Already halted before the notification, unless that subscriber raised.
+            self._halt_on_dir_failure(failure)
+        elif action is DirFailureAction.NOTIFY_AND_STOP:
             self.fatal("all log dirs are offline")
+
+    def _halt_on_dir_failure(self, failure: LogDirFailure) -> None:
+        self.fatal(f"log dir {failure.path} failed; a broker in migration mode stops on any dir failure")
 
     def _logs_changed(self, tps: list[TopicIdPartition]) -> None:
         if self.dataplane is not None:
@@ -354,7 +424,13 @@ class ZkBrokerServer(BrokerProcess):
         if self._shutting_down or self.exit_code is not None:
             return
         self._shutting_down = True
-        self.tasks.spawn(self._controlled_shutdown_then_stop(), "controlled-shutdown")
+        if self.kraft is not None and self._kraft_controller_active():
+            # The KRaft controller moves leaderships off a broker that asks in its heartbeat; it
+            # serves no ControlledShutdown (a broker not yet registered just stops).
+            log.info("Notifying KRaft of controlled shutdown")
+            self.kraft.begin_controlled_shutdown()
+        else:
+            self.tasks.spawn(self._controlled_shutdown_then_stop(), "controlled-shutdown")
 
         async def deadline() -> None:
             await asyncio.sleep(self.cfg.zookeeper_session_timeout_ms / 1000)
@@ -363,6 +439,12 @@ class ZkBrokerServer(BrokerProcess):
                 self.exit_("controlled shutdown timed out")
 
         self.tasks.spawn(deadline(), "shutdown-deadline")
+
+    def _kraft_lifecycle_over(self, clean: bool, reason: str) -> None:
+        if clean:
+            self.exit_("stopped")
+        else:
+            self.fatal(f"registration with the KRaft quorum failed: {reason}")
 
     async def _controlled_shutdown_then_stop(self) -> None:
         cfg = self.cfg
@@ -403,6 +485,8 @@ class ZkBrokerServer(BrokerProcess):
             await self._runner.cleanup()
         if self.channel is not None:
             await self.channel.close()
+        if self.kraft is not None:
+            await self.kraft.close()
         for ld in self.log_dirs.values():
             ld.close()
         log.info("broker stopped", exit_code=self.exit_code, reason=self.exit_reason)
@@ -450,6 +534,7 @@ class ZkBrokerServer(BrokerProcess):
                 "offline_partitions": shell.offline_partition_count() if shell else 0,
             },
             "dirs": {"online": online, "offline": offline},
+            "migration": self.kraft.describe() if self.kraft is not None else None,
             "replicas": self.placement.summary() if self.placement else {},
             "failed_partitions": self._failed_partitions(),
         }

@@ -12,6 +12,7 @@ another cluster or broker, or a KRaft (version 1) file, stops the broker with on
 from __future__ import annotations
 
 import os
+import shutil
 
 import structlog
 
@@ -19,18 +20,24 @@ from broker.startup import BrokerDirs, StartupError, probe_dir
 from kraftpy.config import KafkaConfig
 from kraftpy.storage import MetaProperties, MetaPropertiesError, MetaPropertiesVersion
 from kraftpy.storage.meta_properties import read_meta_properties, write_meta_properties
+from kraftpy.storage.startup import METADATA_TOPIC_DIR
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.startup")
 
 
-def load_zk_broker_dirs(cfg: KafkaConfig, cluster_id: str) -> BrokerDirs:
+def load_zk_broker_dirs(cfg: KafkaConfig, cluster_id: str, *, migrating: bool = False) -> BrokerDirs:
+    """`migrating`: the broker is configured for a migration to KRaft, so each dir gets a
+    `directory.id` written into its (still version 0) meta.properties, and any local
+    `__cluster_metadata-0` is deleted (KIP-858; field bugs 23 and 27)."""
     broker_id = cfg.node_id
     online: dict[str, Uuid] = {}
     offline: dict[str, str] = {}
     for path in cfg.log_dir_list:
         try:
-            dir_id = _load_dir(path, broker_id, cluster_id)
+            dir_id = _load_dir(path, broker_id, cluster_id, persist_id=migrating)
+            if migrating:
+                _delete_local_metadata_log(path)
         except OSError as e:
             offline[path] = f"I/O error: {e.strerror or e}"
             continue
@@ -39,6 +46,15 @@ def load_zk_broker_dirs(cfg: KafkaConfig, cluster_id: str) -> BrokerDirs:
             offline[path] = reason
         else:
             online[path] = dir_id
+    if migrating and cfg.metadata_log_dir_path not in cfg.log_dir_list:
+        try:
+            _delete_local_metadata_log(cfg.metadata_log_dir_path)
+        except OSError as e:
+            raise StartupError(f"cannot delete the local metadata log in {cfg.metadata_log_dir_path}: {e}") from None
+    if migrating and offline:
+        # As a dir failing later does: the KRaft controller learns of dirs only from the registration.
+        path, reason = sorted(offline.items())[0]
+        raise StartupError(f"log dir {path} is unusable ({reason}); a broker in migration mode stops on any dir failure")
     for path, reason in sorted(offline.items()):
         log.error("log dir unusable at startup; it stays offline", path=path, reason=reason)
     if not online:
@@ -56,15 +72,22 @@ def load_zk_broker_dirs(cfg: KafkaConfig, cluster_id: str) -> BrokerDirs:
     )
 
 
-def _load_dir(path: str, broker_id: int, cluster_id: str) -> Uuid:
+def _load_dir(path: str, broker_id: int, cluster_id: str, *, persist_id: bool = False) -> Uuid:
     os.makedirs(path, exist_ok=True)
     try:
         meta = read_meta_properties(path)
     except FileNotFoundError:
+        new_id = Uuid.random()
         write_meta_properties(
-            path, MetaProperties(MetaPropertiesVersion.V0, cluster_id=cluster_id, node_id=broker_id)
+            path,
+            MetaProperties(
+                MetaPropertiesVersion.V0,
+                cluster_id=cluster_id,
+                node_id=broker_id,
+                directory_id=new_id if persist_id else None,
+            ),
         )
-        return Uuid.random()
+        return new_id
     except MetaPropertiesError as e:
         raise StartupError(f"{path}/meta.properties: {e}") from None
     if meta.version is not MetaPropertiesVersion.V0:
@@ -83,8 +106,19 @@ def _load_dir(path: str, broker_id: int, cluster_id: str) -> Uuid:
             f"Configured broker.id {broker_id} doesn't match stored broker.id Some({meta.node_id}) in "
             f"{path}/meta.properties. If you moved your data, make sure your configured broker.id matches."
         )
-    if meta.cluster_id is None or meta.node_id is None:
-        write_meta_properties(
-            path, MetaProperties(MetaPropertiesVersion.V0, cluster_id, broker_id, meta.directory_id)
-        )
-    return meta.directory_id or Uuid.random()
+    dir_id = meta.directory_id
+    if dir_id is None and persist_id:
+        dir_id = Uuid.random()
+        log.info("log dir gets a directory.id for the migration to KRaft", path=path, directory_id=str(dir_id))
+    if meta.cluster_id is None or meta.node_id is None or dir_id != meta.directory_id:
+        write_meta_properties(path, MetaProperties(MetaPropertiesVersion.V0, cluster_id, broker_id, dir_id))
+    return dir_id or Uuid.random()
+
+
+def _delete_local_metadata_log(path: str) -> None:
+    """A migrating ZooKeeper broker starts without a local metadata log, wherever an earlier
+    attempt left one, so a migration rolled back and tried again replays from the quorum."""
+    target = os.path.join(path, METADATA_TOPIC_DIR)
+    if os.path.isdir(target):
+        shutil.rmtree(target)
+        log.info("deleted the local metadata log before the migration", path=target)
