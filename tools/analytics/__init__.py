@@ -14,6 +14,10 @@ Tables written under `out/` (Parquet; `seq` orders records, `offset` is the log 
 - leaderless (totals per partition), recovery and recovery_partitions (time until every partition
   with a replica in a failed dir had a leader again), dir_balance (replicas per dir per broker),
   record_mix (records per type per time bucket), timeline (offline replicas, leaderless partitions);
+- migration (ZkMigrationState changes, transaction markers, broker and controller registrations),
+  migrating_replicas (per broker, replicas copied as MIGRATING and how many still are), and, only for
+  a log that shows a ZooKeeper → KRaft migration, migration_copies (each "ZK Migration" transaction:
+  bounds, outcome, records by type) and migrating_timeline (each broker's MIGRATING replicas over the log);
 - summary.json, report.html, and _checkpoint.json (what was ingested, for incremental reruns).
 """
 

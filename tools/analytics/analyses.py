@@ -4,7 +4,7 @@ A replica is offline when its broker is unregistered or fenced, or when its dire
 for the broker, by the rule of kraftpy.metadata (BrokerRegistration.directory_online) written as
 Spark columns: LOST is offline; every dir of a registration with no LogDirs is online, and so is
 one in its LogDirs; UNASSIGNED and MIGRATING are online only on a broker registered with at most
-one dir; anything else is offline.
+one dir, or on a ZooKeeper broker in migration; anything else is offline.
 """
 
 from __future__ import annotations
@@ -125,8 +125,13 @@ def recovery(dir_failures: DataFrame, recovery_parts: DataFrame) -> DataFrame:
     return out.orderBy("failure_seq", "broker_id", "directory")
 
 
-def _dir_online(directory: Column, log_dirs: Column, registered_dir_count: Column) -> Column:
-    unplaced_ok = directory.isin(MIGRATING, UNASSIGNED) & (F.coalesce(registered_dir_count, F.lit(0)) <= 1)
+def _dir_online(
+    directory: Column, log_dirs: Column, registered_dir_count: Column, migrating_zk_broker: Column
+) -> Column:
+    # A ZooKeeper broker in migration never places its replicas: they count as online (kraftpy.metadata).
+    unplaced_ok = directory.isin(MIGRATING, UNASSIGNED) & (
+        (F.coalesce(registered_dir_count, F.lit(0)) <= 1) | F.coalesce(migrating_zk_broker, F.lit(False))
+    )
     return (directory != LOST) & (
         (F.size(log_dirs) == 0) | F.array_contains(log_dirs, directory) | unplaced_ok
     )
@@ -140,20 +145,23 @@ def dir_balance(replica_dirs: DataFrame, partitions: DataFrame, brokers: DataFra
     )
     b = brokers.filter(F.col("end_seq").isNull()).select(
         F.col("broker_id").alias("b_id"), F.col("log_dirs").alias("b_dirs"), F.col("state").alias("broker_state"),
-        F.col("registered_dir_count").alias("b_registered"),
+        F.col("registered_dir_count").alias("b_registered"), F.col("is_migrating_zk_broker").alias("b_migrating"),
     )
     df = cur.join(leaders, ["topic_id", "partition_id"], "left").join(b, cur.broker_id == b.b_id, "left")
     return (
-        df.groupBy("broker_id", "directory", "broker_state", "b_dirs", "b_registered")
+        df.groupBy("broker_id", "directory", "broker_state", "b_dirs", "b_registered", "b_migrating")
         .agg(
             F.count("*").alias("replicas"),
             F.sum((F.col("cur_leader") == F.col("broker_id")).cast("int")).alias("leaders"),
         )
         .withColumn(
             "online",
-            F.coalesce(_dir_online(F.col("directory"), F.col("b_dirs"), F.col("b_registered")), F.lit(False)),
+            F.coalesce(
+                _dir_online(F.col("directory"), F.col("b_dirs"), F.col("b_registered"), F.col("b_migrating")),
+                F.lit(False),
+            ),
         )
-        .drop("b_dirs", "b_registered")
+        .drop("b_dirs", "b_registered", "b_migrating")
         .orderBy("broker_id", "directory")
     )
 
@@ -184,13 +192,16 @@ def timeline(leadership: DataFrame, replica_dirs: DataFrame, brokers: DataFrame)
     b = brokers.select(
         F.col("broker_id").alias("b_id"), F.col("seq").alias("b_start_seq"), F.col("timestamp").alias("b_start_ts"),
         F.col("end_seq").alias("b_end_seq"), F.col("end_timestamp").alias("b_end_ts"),
-        "registered", "fenced", "log_dirs", "registered_dir_count",
+        "registered", "fenced", "log_dirs", "registered_dir_count", "is_migrating_zk_broker",
     )
     r_end = F.coalesce(r.end_seq, F.lit(_FAR))
     b_end = F.coalesce(b.b_end_seq, F.lit(_FAR))
     overlap = r.join(b, (r.broker_id == b.b_id) & (r.start_seq < b_end) & (b.b_start_seq < r_end))
     offline = ~F.coalesce(F.col("registered"), F.lit(True)) | F.coalesce(F.col("fenced"), F.lit(False)) | ~_dir_online(
-        F.col("directory"), F.coalesce(F.col("log_dirs"), F.array().cast("array<string>")), F.col("registered_dir_count")
+        F.col("directory"),
+        F.coalesce(F.col("log_dirs"), F.array().cast("array<string>")),
+        F.col("registered_dir_count"),
+        F.col("is_migrating_zk_broker"),
     )
     def point(seq: str, ts: str) -> Column:
         return F.struct(F.col(seq).alias("seq"), F.col(ts).alias("ts"))
@@ -220,3 +231,39 @@ def timeline(leadership: DataFrame, replica_dirs: DataFrame, brokers: DataFrame)
         F.sum("d_offline").over(w).alias("offline_replicas"),
         F.sum("d_leaderless").over(w).alias("leaderless_partitions"),
     )
+
+
+def migrating_replicas(replica_dirs: DataFrame) -> DataFrame:
+    """Per broker: replicas that were MIGRATING (copied from ZooKeeper, directory unknown), how many
+    still are, and when the last one got its real directory (the broker back in KRaft mode)."""
+    migrating = replica_dirs.filter(F.col("directory") == MIGRATING)
+    return migrating.groupBy("broker_id").agg(
+        F.count("*").alias("replicas"),
+        F.sum(F.col("current").cast("int")).alias("still_migrating"),
+        F.max(F.when(~F.col("current"), F.col("end_timestamp"))).alias("last_placed_timestamp"),
+        F.max(F.when(~F.col("current"), F.col("end_offset"))).alias("last_placed_offset"),
+    ).orderBy("broker_id")
+
+
+
+def migrating_timeline(replica_dirs: DataFrame) -> DataFrame:
+    """Per broker, its MIGRATING replicas after every change to their number: up as the copy creates
+    them, down to 0 as the broker, back in KRaft mode, places each in its real directory (or the
+    partition is reassigned or deleted)."""
+    m = replica_dirs.filter(F.col("directory") == MIGRATING)
+    starts = m.select(
+        "broker_id", F.col("start_seq").alias("seq"), F.col("start_offset").alias("offset"),
+        F.col("start_timestamp").alias("timestamp"), F.lit(1).alias("delta"),
+    )
+    ends = m.filter(F.col("end_seq").isNotNull()).select(
+        "broker_id", F.col("end_seq").alias("seq"), F.col("end_offset").alias("offset"),
+        F.col("end_timestamp").alias("timestamp"), F.lit(-1).alias("delta"),
+    )
+    per_seq = starts.unionByName(ends).groupBy("broker_id", "seq").agg(
+        F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"), F.sum("delta").alias("delta")
+    )
+    w = Window.partitionBy("broker_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    return per_seq.select(
+        "broker_id", "seq", "offset", "timestamp", F.timestamp_millis("timestamp").alias("time"),
+        F.sum("delta").over(w).alias("migrating"),
+    ).orderBy("broker_id", "seq")

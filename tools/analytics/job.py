@@ -48,7 +48,16 @@ from tools.analytics.errors import AnalysisError, CorruptBatchesError, CorruptSp
 from tools.analytics.logdir import LogFiles, list_log_files
 from tools.analytics.planning import Plan, plan_ingest
 from tools.analytics.splitting import SEGMENT, FileScan, LogRange, scan_file
-from tools.analytics.summary import DirFailure, Summary
+from tools.analytics.summary import (
+    DirFailure,
+    MigratingBroker,
+    Migration,
+    MigrationCopy,
+    MigrationRegistration,
+    MigrationState,
+    Summary,
+    migration_verdict,
+)
 
 if TYPE_CHECKING:
     from pyspark import Accumulator
@@ -59,8 +68,10 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 DERIVED_TABLES = (
     "topics", "brokers", "partitions", "replica_dirs", "dir_failures", "leadership", "leaderless",
-    "recovery_partitions", "recovery", "dir_balance", "record_mix", "timeline",
+    "recovery_partitions", "recovery", "dir_balance", "record_mix", "timeline", "migration", "migrating_replicas",
 )
+# Written only for a log that shows a ZooKeeper → KRaft migration.
+MIGRATION_TABLES = ("migration_copies", "migrating_timeline")
 RECORDS_PER_SHUFFLE_PARTITION = 2_000_000
 QUICK_JVM_MAX_LOG_BYTES = 64 << 20
 MIN_RANGE_BYTES = 256 * 1024
@@ -183,6 +194,7 @@ class _Run:
         self.summary = summary
         self.staging = out / f"_tables-{uuid.uuid4().hex[:8]}"
         self.staged: dict[str, Path] = {}
+        self.discarded: set[str] = set()
 
     def tick(self, what: str, since: float) -> float:
         return summary_tick(self.summary, what, since)
@@ -195,10 +207,16 @@ class _Run:
         self.staged[name] = path
         return self.spark.read.schema(df.schema).parquet(str(path))
 
+    def discard(self, *names: str) -> None:
+        """Tables this log has nothing for: what an earlier run (of another log) left must go too."""
+        self.discarded.update(names)
+
     def commit_tables(self) -> None:
         for name, path in self.staged.items():
             _swap_in(self.out, path, name)
             self.summary.tables[name] = str(self.out / name)
+        for name in self.discarded - self.staged.keys():
+            _remove(self.out / name)
         _remove(self.staging)
 
 
@@ -316,6 +334,9 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     balance = run.write("dir_balance", analyses.dir_balance(replica_dirs, partitions, brokers))
     run.write("record_mix", analyses.record_mix(records, _bucket_ms(s.first_timestamp, s.last_timestamp)))
     run.write("timeline", analyses.timeline(leadership, replica_dirs, brokers))
+    migration = run.write("migration", tables.migration_table(records.filter(~F.col("control")), excluded))
+    migrating = run.write("migrating_replicas", analyses.migrating_replicas(replica_dirs))
+    s.migration = _migration(run, records, replica_dirs, migration, migrating)
     t = run.tick("analyses", t)
 
     counts_row = (
@@ -346,6 +367,69 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     ]
     _remove(run.staged.pop("_events"))
     run.tick("summary", t)
+
+
+def _migration(
+    run: _Run, records: DataFrame, replica_dirs: DataFrame, migration: DataFrame, migrating: DataFrame
+) -> Migration | None:
+    """None for a cluster that never migrated (no state but NONE, no ZooKeeper broker registered)."""
+    import tools.analytics.analyses as analyses
+    import tools.analytics.tables as tables
+
+    events = migration.collect()
+    if not any(_shows_migration(r) for r in events):
+        run.discard(*MIGRATION_TABLES)
+        return None
+    copies = run.write("migration_copies", tables.copy_transactions_table(records))
+    run.write("migrating_timeline", analyses.migrating_timeline(replica_dirs))
+    states = [
+        MigrationState(state=r["detail"], offset=int(r["offset"]), timestamp=int(r["timestamp"]))
+        for r in events if r["event"] == "state"
+    ]
+    registrations = [
+        MigrationRegistration(
+            node_id=int(r["node_id"]), registered_as=r["detail"], offset=int(r["offset"]),
+            timestamp=int(r["timestamp"]),
+        )
+        for r in events if r["event"] in ("broker registered", "controller registered")
+    ]
+    copy_list = [_migration_copy(r) for r in copies.orderBy("begin_seq").collect()]
+    brokers = [_migrating_broker(r) for r in migrating.collect()]
+    return Migration(
+        states=states, copies=copy_list, registrations=registrations, brokers=brokers,
+        final_state=states[-1].state if states else "NONE",
+        still_migrating=sum(b.still_migrating for b in brokers),
+        verdict=migration_verdict(states, copy_list, brokers),
+    )
+
+
+def _shows_migration(r: Any) -> bool:
+    from tools.analytics.tables import ZK_BROKER
+
+    return (r["event"] == "state" and r["detail"] != "NONE") or (
+        r["event"] == "broker registered" and r["detail"] == ZK_BROKER
+    )
+
+
+def _opt_int(v: Any) -> int | None:
+    return None if v is None else int(v)
+
+
+def _migration_copy(r: Any) -> MigrationCopy:
+    types = sorted(dict(r["record_types"] or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    return MigrationCopy(
+        begin_offset=int(r["begin_offset"]), begin_timestamp=int(r["begin_timestamp"]), outcome=r["outcome"],
+        end_offset=_opt_int(r["end_offset"]), end_timestamp=_opt_int(r["end_timestamp"]), records=int(r["records"]),
+        record_types={k: int(v) for k, v in types}, ms=_opt_int(r["duration_ms"]), abort_reason=r["abort_reason"],
+    )
+
+
+def _migrating_broker(r: Any) -> MigratingBroker:
+    return MigratingBroker(
+        broker_id=int(r["broker_id"]), replicas=int(r["replicas"]), still_migrating=int(r["still_migrating"] or 0),
+        last_placed_timestamp=_opt_int(r["last_placed_timestamp"]),
+        last_placed_offset=_opt_int(r["last_placed_offset"]),
+    )
 
 
 def run_analysis(
@@ -551,6 +635,8 @@ def describe(summary: Summary) -> list[str]:
             f"{summary.leaderless_partitions} partitions were leaderless for {summary.leaderless_total_ms} ms in all"
             f" ({summary.still_leaderless} still are)"
         )
+    if summary.migration is not None:
+        lines.append(f"ZooKeeper migration: {summary.migration.verdict}")
     if summary.corrupt_batches:
         lines.append(f"{len(summary.corrupt_batches)} corrupt batches skipped ({summary.corrupt_this_run} this run)")
     lines.extend(f"note: {n}" for n in summary.notices)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tools.analytics.checkpoint import write_atomically
-from tools.analytics.summary import DirFailure, Summary
+from tools.analytics.summary import DirFailure, Migration, MigrationCopy, Summary
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 MAX_FAILURE_PLOTS = 8
+MIGRATING_POINTS = 4000  # per broker, in the MIGRATING replicas figure
+MAX_MIGRATING_BROKERS = 20
 OVERVIEW_POINTS = 4000
 TOP_TYPES = 7
 _C_OFFLINE = "#d62728"
@@ -285,6 +287,9 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
     else:
         parts.append("<p>No directory went offline in this log.</p>")
 
+    if s.migration:
+        parts.extend(_migration_section(spark, out, s, s.migration))
+
     parts.append("<h2>Offline replicas and leaderless partitions</h2>")
     parts.append(_overview_plot(spark, out, s))
     top = spark.read.parquet(str(out / "leaderless")).limit(15).collect()
@@ -308,6 +313,97 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
                  + ", ".join(html.escape(t) for t in sorted(s.tables)) + ".</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def _migration_section(spark: SparkSession, out: Path, s: Summary, m: Migration) -> list[str]:
+    """KIP-866 as the log tells it: the state changes, the copy transaction(s), who registered as
+    what, and each broker's MIGRATING replicas getting their real directories."""
+    parts = ["<h2>ZooKeeper migration</h2>", f"<p><b>{html.escape(m.verdict)}</b></p>"]
+    parts.append(_table(
+        ["ZkMigrationState", "offset", "time"],
+        [[st.state, st.offset, _fmt_ts(st.timestamp)] for st in m.states],
+    ))
+    if m.copies:
+        parts.append("<p>The copy of ZooKeeper's metadata (BeginTransactionRecord \"ZK Migration\"):</p>")
+        parts.append(_table(
+            ["began at offset", "began", "outcome", "ended at offset", "records", "took", "records by type"],
+            [[c.begin_offset, _fmt_ts(c.begin_timestamp), _outcome(c), "-" if c.end_offset is None else c.end_offset,
+              c.records, "-" if c.ms is None else _fmt_ms(c.ms), _record_types(c)] for c in m.copies],
+        ))
+    if m.registrations:
+        parts.append(_table(
+            ["node", "registered as", "offset", "time"],
+            [[r.node_id, r.registered_as, r.offset, _fmt_ts(r.timestamp)] for r in m.registrations],
+        ))
+    if m.brokers:
+        parts.append("<p>Replicas copied with the MIGRATING directory, per broker:</p>")
+        parts.append(_table(
+            ["broker", "MIGRATING replicas", "still MIGRATING", "last placed in a real directory", "at offset"],
+            [[b.broker_id, b.replicas, b.still_migrating, _fmt_ts(b.last_placed_timestamp),
+              "-" if b.last_placed_offset is None else b.last_placed_offset] for b in m.brokers],
+        ))
+        parts.append(_migrating_plot(spark, out, s, m))
+    return parts
+
+
+def _outcome(c: MigrationCopy) -> str:
+    return f"{c.outcome} ({c.abort_reason})" if c.abort_reason else c.outcome
+
+
+def _record_types(c: MigrationCopy) -> str:
+    return ", ".join(f"{name} {n}" for name, n in c.record_types.items()) or "-"
+
+
+def _migrating_series(spark: SparkSession, out: Path, s: Summary) -> dict[int, tuple[list[int], list[int]]]:
+    """Per broker, (timestamps, MIGRATING replicas) at each change, thinned to the last value per time
+    bucket when a large cluster placed many replicas one record at a time."""
+    from pyspark.sql import functions as F
+
+    tl = spark.read.parquet(str(out / "migrating_timeline"))
+    most = tl.groupBy("broker_id").count().agg(F.max("count")).first()
+    if most is not None and (most[0] or 0) > MIGRATING_POINTS:
+        width = max(1, ((s.last_timestamp or 0) - (s.first_timestamp or 0)) // MIGRATING_POINTS)
+        tl = tl.groupBy("broker_id", (F.floor(F.col("timestamp") / width) * width).alias("timestamp")).agg(
+            F.max_by("migrating", "seq").alias("migrating"), F.max("seq").alias("seq")
+        )
+    series: dict[int, tuple[list[int], list[int]]] = {}
+    for r in tl.orderBy("broker_id", "seq").collect():
+        xs, ys = series.setdefault(int(r["broker_id"]), ([], []))
+        xs.append(int(r["timestamp"]))
+        ys.append(int(r["migrating"]))
+    return series
+
+
+def _migrating_plot(spark: SparkSession, out: Path, s: Summary, m: Migration) -> str:
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    series = _migrating_series(spark, out, s)
+    if not series:
+        return "<p>No replica was ever MIGRATING.</p>"
+    start = min([s.first_timestamp or 0, *(xs[0] for xs, _ in series.values())])
+    end = max([s.last_timestamp or 0, *(xs[-1] for xs, _ in series.values())])
+    fig, ax = plt.subplots(figsize=(10, 3.0))
+    cmap = plt.get_cmap("tab10")
+    styles = ("-", "--", ":", "-.")
+    for i, (broker, (xs, ys)) in enumerate(sorted(series.items())[:MAX_MIGRATING_BROKERS]):
+        # Start from 0 before the copy and hold the last count to the log's end. Brokers with the
+        # same replica count draw the same line until they restart: the styles keep each visible.
+        ax.step(_dates([start, *xs, end]), [0, *ys, ys[-1]], where="post", color=cmap(i % 10),
+                linestyle=styles[i % len(styles)], label=f"broker {broker}", linewidth=1.6)
+    for st in m.states:
+        x = _dates([st.timestamp])[0]
+        ax.axvline(x, color="black", linestyle="--", linewidth=0.8)
+        ax.annotate(f"{st.state} @ {st.offset}", (x, 1), xycoords=("data", "axes fraction"), fontsize=7,
+                    rotation=90, ha="right", va="top")
+    _date_axis(ax)
+    ax.set_ylabel("MIGRATING replicas")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("MIGRATING replicas per broker (black lines: ZkMigrationState changes, at their offsets)", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.grid(alpha=0.3)
+    ax.set_ylim(bottom=0)
+    return _svg(fig)
 
 
 def write_report(spark: SparkSession, out: Path, summary: Summary) -> Path:

@@ -2,7 +2,8 @@
 
 `LogWriter` appends KRaft batches to `<base offset>.log` segments the way a controller's log grows.
 `dir_failure_batches` is a small cluster story with one directory failure and its recovery;
-`write_large_log` a long log with a realistic mix (mostly NoOps, bursts of partition changes).
+`write_large_log` a long log with a realistic mix (mostly NoOps, bursts of partition changes);
+`migration_batches` a ZooKeeper → KRaft migration (KIP-866) from PRE_MIGRATION to POST_MIGRATION.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from protocol.metadata_records import (
     TopicRecord,
 )
 from protocol.record_batch import build_control_batch, build_metadata_batch
-from protocol.uuid import Uuid
+from protocol.uuid import MIGRATING, Uuid
 
 MV_3_9 = 21  # metadata.version 3.9-IV0: RegisterBrokerRecord v3, Partition(Change)Record v1
 
@@ -277,3 +278,156 @@ def write_large_log(
                 burst.append(amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Leader=rng.choice(replicas)), 1))
         put(burst)
     return written
+
+
+@dataclass(frozen=True)
+class MigrationStory:
+    """What `migration_batches` writes, for assertions."""
+
+    t0: int
+    copy_begin_offset: int
+    copy_end_offset: int
+    copy_records: int  # between the markers of the committed copy
+    copy_record_types: dict[str, int]
+    aborted_copies: int
+    aborted_record_types: dict[str, int]
+    placed_ms: dict[int, int]  # broker -> when its last MIGRATING replica got a real directory
+    post_migration_ms: int
+    controller_id: int = 3000
+
+
+Batches = list[tuple[int, list[ApiMessageAndVersion]]]
+
+# topic-migrated's partitions: (partition, replicas, leader)
+_MIGRATED_LAYOUT = [(0, [1, 2], 1), (1, [2, 1], 2), (2, [1, 2], 1)]
+
+
+def _end_offset(batches: Batches) -> int:
+    return sum(len(r) for _, r in batches)
+
+
+def _type_counts(records: Sequence[ApiMessageAndVersion]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for r in records:
+        out[type(r.message).NAME] = out.get(type(r.message).NAME, 0) + 1
+    return out
+
+
+def _migrated_partitions(topic_id: Uuid, layout: list[tuple[int, list[int], int]]) -> list[ApiMessageAndVersion]:
+    # Version 0, as the copy writes them: no Directories, so replay makes every replica MIGRATING.
+    return [
+        amv(PartitionRecord(PartitionId=p, TopicId=topic_id, Replicas=r, Isr=list(r), Leader=lead,
+                            LeaderEpoch=3, PartitionEpoch=5), 0)
+        for p, r, lead in layout
+    ]
+
+
+def _migration_start(t0: int, dirs: dict[int, list[Uuid]], controller_id: int) -> Batches:
+    """Bootstrap with PRE_MIGRATION, the controller ready to migrate, both ZooKeeper brokers registered."""
+    from protocol.metadata_records import RegisterControllerRecord, ZkMigrationStateRecord
+
+    out: Batches = [
+        (t0, [amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9)),
+              amv(ZkMigrationStateRecord(ZkMigrationState=2))]),
+        (t0 + 50, [amv(RegisterControllerRecord(
+            ControllerId=controller_id, IncarnationId=uuid_of(f"controller-{controller_id}"), ZkMigrationReady=True,
+        ))]),
+    ]
+    for b in (1, 2):
+        reg = _register(b, 10 + b, dirs[b])
+        reg.message.IsMigratingZkBroker = True
+        out.append((t0 + 100 * b, [reg]))
+        out.append((t0 + 150 * b, [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)]))
+    return out
+
+
+def _aborted_copy(t0: int, topic_id: Uuid) -> tuple[Batches, dict[str, int]]:
+    """A copy cut by a controller failover: the next controller aborts it."""
+    from protocol.metadata_records import AbortTransactionRecord, BeginTransactionRecord
+
+    held = [amv(TopicRecord(Name="migrated", TopicId=topic_id)), *_migrated_partitions(topic_id, _MIGRATED_LAYOUT[:1])]
+    batches: Batches = [
+        (t0 + 1000, [amv(BeginTransactionRecord(Name="ZK Migration")), *held]),
+        (t0 + 1100, [amv(AbortTransactionRecord(Reason="Controller failover"))]),
+    ]
+    return batches, _type_counts(held)
+
+
+def _committed_copy(t0: int, topic_id: Uuid) -> tuple[Batches, list[ApiMessageAndVersion]]:
+    """The copy in three batches, as the driver writes it: topics and configs, the producer id block,
+    then MIGRATION with the end of the transaction."""
+    from protocol.metadata_records import (
+        BeginTransactionRecord,
+        ConfigRecord,
+        EndTransactionRecord,
+        ProducerIdsRecord,
+        ZkMigrationStateRecord,
+    )
+
+    topics = [
+        amv(TopicRecord(Name="migrated", TopicId=topic_id)), *_migrated_partitions(topic_id, _MIGRATED_LAYOUT),
+        amv(ConfigRecord(ResourceType=2, ResourceName="migrated", Name="retention.ms", Value="86400000")),
+    ]
+    producer_ids = [amv(ProducerIdsRecord(BrokerId=-1, BrokerEpoch=-1, NextProducerId=5000))]
+    state = amv(ZkMigrationStateRecord(ZkMigrationState=1))
+    batches: Batches = [
+        (t0 + 2000, [amv(BeginTransactionRecord(Name="ZK Migration"))]),
+        (t0 + 2001, topics),
+        (t0 + 2002, producer_ids),
+        (t0 + 2003, [state, amv(EndTransactionRecord())]),
+    ]
+    return batches, [*topics, *producer_ids, state]
+
+
+def _brokers_back_in_kraft(t0: int, dirs: dict[int, list[Uuid]], topic_id: Uuid) -> tuple[Batches, dict[int, int]]:
+    """Broker 1, then broker 2, registers as a KRaft broker and places its replicas (AssignReplicasToDirs)."""
+    out: Batches = []
+    placed: dict[int, int] = {}
+    for i, b in enumerate((1, 2)):
+        ts = t0 + 10_000 * (i + 1)
+        out.append((ts, [_register(b, 100 + b, dirs[b])]))
+        placed[b] = ts + 500
+        # A broker still in ZooKeeper mode keeps MIGRATING; one back in KRaft mode has placed its own.
+        changes = [
+            amv(PartitionChangeRecord(
+                PartitionId=p, TopicId=topic_id,
+                Directories=[dirs[x][p % 2] if x in placed else MIGRATING for x in r],
+            ), 1)
+            for p, r, _ in _MIGRATED_LAYOUT
+        ]
+        out.append((ts + 500, changes))
+    return out, placed
+
+
+def migration_batches(t0: int = 1_700_000_000_000) -> tuple[Batches, MigrationStory]:
+    """A migration of two JBOD ZooKeeper brokers: PRE_MIGRATION at bootstrap, the controller ready, both
+    brokers registering as migrating, a copy cut by a failover (aborted), the copy committed (MIGRATION,
+    replicas MIGRATING), broker 1 then broker 2 back as KRaft brokers placing their replicas, POST_MIGRATION."""
+    from protocol.metadata_records import ZkMigrationStateRecord
+
+    dirs = {b: [uuid_of(f"M{b}a"), uuid_of(f"M{b}b")] for b in (1, 2)}
+    topic_id = uuid_of("topic-migrated")
+    out = _migration_start(t0, dirs, 3000)
+    aborted, aborted_types = _aborted_copy(t0, topic_id)
+    out += aborted
+    begin_offset = _end_offset(out)
+    copy, held = _committed_copy(t0, topic_id)
+    out += copy
+    end_offset = _end_offset(out) - 1
+    back, placed = _brokers_back_in_kraft(t0, dirs, topic_id)
+    out += back
+    post = t0 + 40_000
+    out.append((post, [amv(ZkMigrationStateRecord(ZkMigrationState=3))]))
+    story = MigrationStory(
+        t0=t0, copy_begin_offset=begin_offset, copy_end_offset=end_offset, copy_records=len(held),
+        copy_record_types=_type_counts(held), aborted_copies=1, aborted_record_types=aborted_types,
+        placed_ms=placed, post_migration_ms=post,
+    )
+    return out, story
+
+
+def write_migration_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> MigrationStory:
+    batches, story = migration_batches(t0)
+    LogWriter(metadata_dir / PARTITION_DIR).append_all(batches)
+    return story
+

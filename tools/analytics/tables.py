@@ -35,6 +35,14 @@ BEGIN_TRANSACTION = 23
 END_TRANSACTION = 24
 ABORT_TRANSACTION = 25
 TRANSACTION_MARKERS = (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION)
+ZK_MIGRATION_STATE = 21
+ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
+REGISTER_CONTROLLER = 27
+COPY_TRANSACTION = "ZK Migration"  # BeginTransactionRecord.Name of the copy of ZooKeeper's metadata
+ZK_BROKER = "ZooKeeper broker in migration mode"
+KRAFT_BROKER = "KRaft broker"
+CONTROLLER_READY = "controller ready to migrate"
+CONTROLLER_NOT_READY = "controller not ready to migrate"
 
 MIGRATING = "AAAAAAAAAAAAAAAAAAAAAA"
 UNASSIGNED = "AAAAAAAAAAAAAAAAAAAAAQ"
@@ -111,7 +119,7 @@ def broker_events(events: DataFrame) -> DataFrame:
     cols = [
         "broker_id", "seq", "offset", "timestamp", "record_type", "opens_registration", "registered",
         "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs",
-        "registered_dir_count",
+        "registered_dir_count", "is_migrating_zk_broker",
     ]
     null_bool, null_str, null_long = F.lit(None).cast("boolean"), F.lit(None).cast("string"), F.lit(None).cast("long")
     null_dirs = F.lit(None).cast("array<string>")
@@ -128,6 +136,7 @@ def broker_events(events: DataFrame) -> DataFrame:
         # Dirs reported offline later stay registered: a broker registered with several keeps
         # KIP-858's stricter rule for its unplaced replicas (kraftpy.metadata's registration).
         F.size(F.coalesce("r.LogDirs", F.array().cast("array<string>"))).alias("registered_dir_count"),
+        F.coalesce("r.IsMigratingZkBroker", F.lit(False)).alias("is_migrating_zk_broker"),
     )
     change = _of_type(events, BROKER_REGISTRATION_CHANGE, _CHANGE_SCHEMA).select(
         F.col("r.BrokerId").alias("broker_id"), "seq", "offset", "timestamp",
@@ -137,7 +146,7 @@ def broker_events(events: DataFrame) -> DataFrame:
         F.when(F.col("r.InControlledShutdown") == 1, True).alias("in_controlled_shutdown"),
         # Replay reads an empty LogDirs as "no change".
         F.when(F.size("r.LogDirs") > 0, F.col("r.LogDirs")).alias("log_dirs"),
-        null_int.alias("registered_dir_count"),
+        null_int.alias("registered_dir_count"), null_bool.alias("is_migrating_zk_broker"),
     )
     legacy = [
         _of_type(events, key, _FENCE_SCHEMA).select(
@@ -145,7 +154,7 @@ def broker_events(events: DataFrame) -> DataFrame:
             F.lit(False).alias("opens_registration"), null_bool.alias("registered"),
             F.col("r.Epoch").alias("broker_epoch"), null_str.alias("incarnation_id"), null_str.alias("rack"),
             F.lit(fenced).alias("fenced"), null_bool.alias("in_controlled_shutdown"), null_dirs.alias("log_dirs"),
-            null_int.alias("registered_dir_count"),
+            null_int.alias("registered_dir_count"), null_bool.alias("is_migrating_zk_broker"),
         )
         for key, fenced in ((FENCE_BROKER, True), (UNFENCE_BROKER, False))
     ]
@@ -154,7 +163,7 @@ def broker_events(events: DataFrame) -> DataFrame:
         F.col("type_name").alias("record_type"), F.lit(True).alias("opens_registration"),
         F.lit(False).alias("registered"), null_long.alias("broker_epoch"), null_str.alias("incarnation_id"),
         null_str.alias("rack"), null_bool.alias("fenced"), null_bool.alias("in_controlled_shutdown"),
-        null_dirs.alias("log_dirs"), null_int.alias("registered_dir_count"),
+        null_dirs.alias("log_dirs"), null_int.alias("registered_dir_count"), null_bool.alias("is_migrating_zk_broker"),
     )
     out = reg.select(cols)
     for df in (change, *legacy, unreg):
@@ -172,7 +181,7 @@ def brokers_table(events: DataFrame) -> DataFrame:
     w = Window.partitionBy("broker_id", "registration").orderBy("seq").rowsBetween(*_RUNNING)
     carried = {c: F.last(c, ignorenulls=True).over(w) for c in (
         "registered", "broker_epoch", "incarnation_id", "rack", "fenced", "in_controlled_shutdown", "log_dirs",
-        "registered_dir_count")}
+        "registered_dir_count", "is_migrating_zk_broker")}
     state = (
         F.when(carried["registered"] == False, "unregistered")  # noqa: E712 - a Spark column, not a bool
         .when(carried["fenced"], "fenced")
@@ -390,3 +399,104 @@ def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame
         "start_timestamp", "start_time", "end_seq", "end_offset", "end_timestamp", "end_time", "open",
         "duration_ms", "records",
     )
+
+
+# ---------------------------------------------------------------------------------------------- migration
+
+
+def migration_table(records: DataFrame, excluded: list[tuple[int, int | None]]) -> DataFrame:
+    """A ZooKeeper → KRaft migration as the log tells it (KIP-866): every ZkMigrationStateRecord, every
+    metadata transaction marker (the copy is one), and every broker and controller registration saying
+    whether it came from a ZooKeeper broker in migration mode or a KRaft broker, and whether the
+    controller was ready to migrate. Aborted transactions' markers stay in: a copy cut by a failover
+    is part of the story; a state written inside one never took effect, so it is left out."""
+    committed = metadata_events(records, excluded)
+    return _with_time(
+        _state_events(committed).unionByName(_marker_events(records))
+        .unionByName(_broker_registrations(committed)).unionByName(_controller_registrations(committed)),
+        "timestamp",
+    ).orderBy("seq")
+
+
+def _state_events(records: DataFrame) -> DataFrame:
+    states = F.create_map(*[x for k, v in ZK_MIGRATION_STATES.items() for x in (F.lit(k), F.lit(v))])
+    return _of_type(records, ZK_MIGRATION_STATE, "ZkMigrationState int").select(
+        "seq", "offset", "timestamp", F.lit("state").alias("event"), F.lit(None).cast("int").alias("node_id"),
+        F.coalesce(states[F.col("r.ZkMigrationState")], F.col("r.ZkMigrationState").cast("string")).alias("detail"),
+    )
+
+
+def _marker_events(records: DataFrame) -> DataFrame:
+    return records.filter(F.col("type").isin(*TRANSACTION_MARKERS)).select(
+        "seq", "offset", "timestamp",
+        F.when(F.col("type") == BEGIN_TRANSACTION, "transaction begin")
+        .when(F.col("type") == END_TRANSACTION, "transaction end")
+        .otherwise("transaction abort").alias("event"),
+        F.lit(None).cast("int").alias("node_id"),
+        F.coalesce(
+            F.get_json_object("record", "$.Name"), F.get_json_object("record", "$.Reason"), F.lit("")
+        ).alias("detail"),
+    )
+
+
+def _broker_registrations(records: DataFrame) -> DataFrame:
+    return _of_type(records, REGISTER_BROKER, _REGISTER_SCHEMA).select(
+        "seq", "offset", "timestamp", F.lit("broker registered").alias("event"),
+        F.col("r.BrokerId").alias("node_id"),
+        F.when(F.coalesce("r.IsMigratingZkBroker", F.lit(False)), ZK_BROKER).otherwise(KRAFT_BROKER).alias("detail"),
+    )
+
+
+def _controller_registrations(records: DataFrame) -> DataFrame:
+    # The migration waits for every quorum node to register with ZkMigrationReady (MV >= 3.7-IV0).
+    return _of_type(records, REGISTER_CONTROLLER, "ControllerId int, ZkMigrationReady boolean").select(
+        "seq", "offset", "timestamp", F.lit("controller registered").alias("event"),
+        F.col("r.ControllerId").alias("node_id"),
+        F.when(F.coalesce("r.ZkMigrationReady", F.lit(False)), CONTROLLER_READY)
+        .otherwise(CONTROLLER_NOT_READY).alias("detail"),
+    )
+
+
+def copy_transactions_table(records: DataFrame) -> DataFrame:
+    """Every "ZK Migration" transaction: where it began and ended, whether it was committed, aborted or
+    is still open, and how many records of each type it held (aborted ones too: they were written)."""
+    copies = _copy_bounds(records)
+    inside = records.filter(~F.col("control") & ~F.col("type").isin(*TRANSACTION_MARKERS)).select("seq", "type_name")
+    bounds = F.broadcast(copies.select("begin_seq", "bound_seq"))
+    held = inside.join(
+        bounds, (inside.seq > bounds.begin_seq) & (bounds.bound_seq.isNull() | (inside.seq < bounds.bound_seq))
+    )
+    per_type = held.groupBy("begin_seq", "type_name").agg(F.count("*").alias("n"))
+    totals = per_type.groupBy("begin_seq").agg(
+        F.sum("n").alias("records"),
+        F.map_from_entries(F.sort_array(F.collect_list(F.struct("type_name", "n")))).alias("record_types"),
+    )
+    out = copies.join(totals, "begin_seq", "left").select(
+        *copies.columns,
+        F.coalesce("records", F.lit(0)).alias("records"),
+        F.coalesce("record_types", F.create_map().cast("map<string,bigint>")).alias("record_types"),
+        (F.col("end_timestamp") - F.col("begin_timestamp")).alias("duration_ms"),
+    ).drop("bound_seq")
+    return _with_time(out, "begin_timestamp", "end_timestamp").orderBy("begin_seq")
+
+
+def _copy_bounds(records: DataFrame) -> DataFrame:
+    """Each copy's begin marker and the marker after it, which ends it (or, another Begin, cuts it)."""
+    markers = records.filter(F.col("type").isin(*TRANSACTION_MARKERS)).select(
+        "seq", "offset", "timestamp", "type", F.get_json_object("record", "$.Name").alias("name"),
+        F.get_json_object("record", "$.Reason").alias("reason"),
+    )
+    # One window over the markers alone: a handful of rows even in a long log.
+    w = Window.orderBy("seq")
+    nxt = {c: F.lead(c).over(w) for c in ("seq", "offset", "timestamp", "type", "reason")}
+    closes = nxt["type"].isin(END_TRANSACTION, ABORT_TRANSACTION)
+    outcome = (
+        F.when(nxt["type"] == END_TRANSACTION, "committed").when(nxt["type"] == ABORT_TRANSACTION, "aborted")
+        .when(nxt["type"].isNull(), "open").otherwise("unterminated")
+    )
+    return markers.select(
+        "type", "name", F.col("seq").alias("begin_seq"), F.col("offset").alias("begin_offset"),
+        F.col("timestamp").alias("begin_timestamp"), nxt["seq"].alias("bound_seq"), outcome.alias("outcome"),
+        F.when(closes, nxt["offset"]).alias("end_offset"), F.when(closes, nxt["timestamp"]).alias("end_timestamp"),
+        F.when(nxt["type"] == ABORT_TRANSACTION, nxt["reason"]).alias("abort_reason"),
+    ).filter((F.col("type") == BEGIN_TRANSACTION) & (F.col("name") == COPY_TRANSACTION)).drop("type", "name")
