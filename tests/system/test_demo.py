@@ -67,3 +67,33 @@ def test_the_zookeeper_mode_demo_runs_to_the_end_and_leaves_nothing_behind(tmp_p
     assert "offline replicas known to the ZooKeeper-mode controller" in out
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(work) not in ps
+
+
+def test_the_migration_demo_runs_to_the_end_and_names_its_report(tmp_path: Path) -> None:
+    """`kraftpy demo --story migration`: ZooKeeper to KRaft under load with a disk failing midway,
+    then the Spark report of the controllers' metadata log, which tells the migration."""
+    require_real("root with loop devices (the demo on real disks)", real_disks_available() is None)
+    require_real("java (Spark)", subprocess.run(["which", "java"], capture_output=True).returncode == 0)
+    work = tmp_path / "demo-migration"
+    proc = subprocess.run(
+        kraftpy_command("demo", "--story", "migration", "--no-live", "--work-dir", str(work)),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert "read back exactly once" in out
+    assert "the broker halted, as a migrating broker does" in out
+    assert "Spark: migration finalized" in out and "every replica on a real directory" in out
+    m = re.search(r"^report: (\S+)$", proc.stdout, re.MULTILINE)
+    assert m, out[-3000:]
+    report = Path(m.group(1)).read_text(errors="replace")
+    assert "<h2>ZooKeeper migration</h2>" in report
+    mounts = Path("/proc/mounts").read_text()
+    assert str(work) not in mounts
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(work) not in ps

@@ -38,6 +38,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the same story in ZooKeeper mode (KIP-112): a ZooKeeper instead of the controllers, no Spark step",
     )
+    p.add_argument(
+        "--story",
+        choices=("disk-failure", "migration"),
+        default="disk-failure",
+        help="disk-failure (default): a dir dies under a leader; migration: a ZooKeeper-mode cluster moves to "
+        "KRaft under load (KIP-866), with a dir failure midway",
+    )
     p.add_argument("--no-live", action="store_true", help="plain line output even on a terminal")
     p.set_defaults(func=_demo)
 
@@ -54,11 +61,14 @@ def _demo(args: argparse.Namespace) -> int:
 
     from kraftpy.logging import configure_cli_logging
     from tools.cluster.demo import Demo, DemoOptions
+    from tools.cluster.demo_migration import MigrationDemo
     from tools.cluster.errors import ClusterError
 
     configure_cli_logging("ERROR")
     if args.rate <= 0:
         raise UserError("--rate must be positive")
+    if args.story == "migration" and args.zookeeper:
+        raise UserError("--story migration starts in ZooKeeper mode already; leave out --zookeeper")
     console = Console()
     if not console.is_terminal:
         console = Console(width=160)  # CI logs: no wrapping at 80 columns
@@ -71,7 +81,8 @@ def _demo(args: argparse.Namespace) -> int:
         live=False if args.no_live else None,
     )
     try:
-        result = Demo(options, console).run()
+        story = MigrationDemo if args.story == "migration" else Demo
+        result = story(options, console).run()
     except ClusterError as e:
         raise UserError(str(e)) from None
     console.print()
@@ -81,7 +92,14 @@ def _demo(args: argparse.Namespace) -> int:
     if result.verdict:
         console.print(f"consumer check: {result.verdict}", highlight=False)
     f = result.failover
-    if f and "leaders_moved_ms" not in f:
+    if f and "halted" in f:
+        console.print(
+            f"dir failure during the migration: broker {f['broker']}'s dir {f['dir']}; the broker "
+            f"{'halted, as a migrating broker does' if f['halted'] else 'did not halt'}, and came back healed",
+            highlight=False,
+            soft_wrap=True,
+        )
+    elif f and "leaders_moved_ms" not in f:
         console.print(
             f"failover of broker {f['broker']}'s dir {f['dir']}: noticed by the broker +{f['detected_ms']} ms, "
             f"offline replicas known to the ZooKeeper-mode controller +{f['reported_ms']} ms",

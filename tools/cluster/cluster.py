@@ -124,10 +124,11 @@ class LocalCluster:
         return self.process_state(name)[1] == "running"
 
     def image(self, state: ClusterState | None = None) -> Any | None:
-        """The metadata image the active controller's log ends in (in ZooKeeper mode, a running
-        broker's Metadata answer: `zk_view`)."""
+        """The metadata image the active controller's log ends in (in ZooKeeper mode, until a
+        migration has copied the metadata into the controllers' log, a running broker's Metadata
+        answer: `zk_view`)."""
         st = state or self.state
-        if st.zookeeper is not None:
+        if not st.kraft_metadata:
             return self._zk_image(st)
         return read_image(self.active_controller(st).metadata_dir)
 
@@ -213,6 +214,12 @@ class LocalCluster:
                         directory_ids[path] = failed["directory_id"]
         mode = "multi-host" if st.spec.multi_host else "local"
         mode += ", ZooKeeper" if st.zookeeper is not None else ""
+        migration = None
+        if st.migration is not None:
+            from tools.cluster.migrate.plan import node_phases, phase
+
+            mode += ", migrated to KRaft" if st.migration.finalized else ", migrating to KRaft"
+            migration = (phase(st), node_phases(st))
         mode += ", real disks" if st.spec.real_disks else ", plain dirs"
         return build_view(
             work_dir=str(self.work_dir),
@@ -226,6 +233,7 @@ class LocalCluster:
             faults=faults,
             usage=use,
             notes=tuple(notes),
+            migration=migration,
         )
 
     # ================================================================== up

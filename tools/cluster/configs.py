@@ -172,6 +172,48 @@ def zk_broker_properties(node: NodePlan, connect: str, spec: ClusterSpec) -> dic
     return props
 
 
+MIGRATION_ENABLE = "zookeeper.metadata.migration.enable"
+
+
+def migration_controller_properties(
+    node: NodePlan, voters: str, connect: str, spec: ClusterSpec
+) -> dict[str, str]:
+    """A KRaft controller taking over a ZooKeeper-mode cluster (KIP-866): it reads and dual-writes
+    ZooKeeper, and sends LeaderAndIsr and UpdateMetadata to the ZooKeeper-mode brokers over their
+    inter-broker listener, so it must know that listener's name and protocol too."""
+    props = controller_properties(node, voters, spec)
+    props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
+    props["inter.broker.listener.name"] = BROKER_LISTENER
+    props["zookeeper.connect"] = connect
+    props[MIGRATION_ENABLE] = "true"
+    return props
+
+
+def migrating_zk_broker_properties(
+    node: NodePlan, connect: str, voters: str, spec: ClusterSpec
+) -> dict[str, str]:
+    """A ZooKeeper-mode broker in migration mode: still a ZooKeeper broker (broker.id, zookeeper.connect),
+    also registered with the KRaft quorum, so it needs the controllers' address and listener and
+    the KRaft heartbeat timings the plain ZooKeeper config leaves out."""
+    props = zk_broker_properties(node, connect, spec)
+    props["listener.security.protocol.map"] = f"{BROKER_LISTENER}:PLAINTEXT,{CONTROLLER_LISTENER}:PLAINTEXT"
+    props["controller.quorum.voters"] = voters
+    props["controller.listener.names"] = CONTROLLER_LISTENER
+    props[MIGRATION_ENABLE] = "true"
+    props.update({k: v for k, v in spec.broker_config.items() if k.startswith("broker.")})
+    return props
+
+
+def migrated_broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[str, str]:
+    """A broker born in ZooKeeper mode restarted as a KRaft broker: node.id = its broker.id, the same
+    listener and log dirs. No metadata.log.dir: its log dirs are the ones it formatted (meta.properties
+    written in ZooKeeper mode), and a KRaft broker refuses an unformatted metadata dir, so the
+    metadata log stays in the first log dir as in Kafka's migration guide."""
+    props = broker_properties(node, voters, spec)
+    del props["metadata.log.dir"]
+    return props
+
+
 def node_properties(node: NodePlan, nodes: Sequence[NodePlan], spec: ClusterSpec) -> dict[str, str]:
     if node.role == "zookeeper":
         return zookeeper_properties(node)

@@ -194,24 +194,11 @@ class Demo:
 
     def run(self) -> DemoResult:
         from tools.cluster.cluster import LocalCluster
-        from tools.cluster.disks import real_disks_available
         from tools.cluster.spec import ClusterSpec
 
         t_start = time.monotonic()
-        work = self.o.work_dir.resolve()
-        real = self.o.real_disks
-        why_not = real_disks_available()
-        if real is None:
-            real = why_not is None
-        elif real and why_not:
-            raise ClusterError(why_not)
-        self.mode = "real loop-device disks (ext4)" if real else "plain directories"
+        work, real, why_not = self._prepare()
         result = DemoResult(ok=False, mode=self.mode)
-        stale = LocalCluster(work / "cluster")
-        if stale.exists():  # an earlier demo that was killed: clear it first
-            stale.down()
-        for old in ("acks.txt", "acks.log", "analysis.log"):
-            (work / old).unlink(missing_ok=True)
         try:
             with self.d:
                 if not real and why_not:
@@ -265,6 +252,26 @@ class Demo:
                 raise
         result.seconds = time.monotonic() - t_start
         return result
+
+    def _prepare(self) -> tuple[Path, bool, str | None]:
+        """The work dir, whether the disks are real (and why not), with an earlier demo's leftovers gone."""
+        from tools.cluster.cluster import LocalCluster
+        from tools.cluster.disks import real_disks_available
+
+        work = self.o.work_dir.resolve()
+        real = self.o.real_disks
+        why_not = real_disks_available()
+        if real is None:
+            real = why_not is None
+        elif real and why_not:
+            raise ClusterError(why_not)
+        self.mode = "real loop-device disks (ext4)" if real else "plain directories"
+        stale = LocalCluster(work / "cluster")
+        if stale.exists():  # an earlier demo that was killed: clear it first
+            stale.down()
+        for old in ("acks.txt", "acks.log", "analysis.log"):
+            (work / old).unlink(missing_ok=True)
+        return work, real, why_not
 
     def _acked(self) -> int:
         self.producer.tail.poll()
@@ -444,5 +451,14 @@ class Demo:
                 f"Spark: dir failure on broker {f.get('broker_id')}: {f.get('affected_partitions')} partitions "
                 f"affected, {f.get('leaders_lost')} leaders lost, every one led again after {when}"
             )
+        migration = summary.get("migration")
+        if migration:
+            copies = [c for c in migration.get("copies") or [] if c.get("outcome") == "committed"]
+            if copies:
+                self.d.event(
+                    f"Spark: the copy of ZooKeeper's metadata: {copies[-1].get('records')} records in one "
+                    f"transaction, committed at offset {copies[-1].get('end_offset')}"
+                )
+            self.d.event(f"Spark: {migration.get('verdict')}")
         report = summary.get("report")
         return str(report) if report else None

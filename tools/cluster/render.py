@@ -60,6 +60,8 @@ def nodes_table(view: ClusterView) -> Table:
                 str(n.epoch) if n.epoch >= 0 else "-",
                 f"{n.online_dirs}/{n.dirs} online",
             )
+        if view.migration is not None and n.role != "zookeeper" and n.node_id in view.migration.node_phases:
+            state += f"; {view.migration.node_phases[n.node_id]}"
         t.add_row(
             f"{n.role} {n.node_id}",
             n.address,
@@ -133,10 +135,15 @@ def partitions_table(
 
 
 def header(view: ClusterView) -> Text:
-    return Text.assemble(
+    text = Text.assemble(
         ("kraftpy cluster ", "bold"),
         f"{view.work_dir} ({view.mode})\ncluster id {view.cluster_id}, metadata log offset {view.metadata_offset}",
     )
+    m = view.migration
+    if m is not None:
+        reported = f"{m.state}, driver {m.driver or '-'}" if m.state else "not reported by a controller"
+        text.append(f"\nZooKeeper to KRaft migration: {m.phase}; migration state {reported}")
+    return text
 
 
 def render(view: ClusterView, topics: Sequence[str] | None = None, limit: int | None = None) -> Group:

@@ -57,6 +57,39 @@ class ProcessRecord:
 
 
 @dataclass
+class MigrationRecord:
+    """Where `kraftpy migrate` (ZooKeeper to KRaft, KIP-866) has brought a cluster born in ZooKeeper
+    mode. A node's mode names the config on its disk (what it runs once restarted), so `cluster
+    start` and the next step agree on it even when a roll was interrupted."""
+
+    # broker id -> "zk", "migrating" (ZooKeeper mode with the migration flag) or "kraft"
+    brokers: dict[int, str] = field(default_factory=dict)
+    # controller id -> "migration" (zookeeper.metadata.migration.enable=true) or "kraft"
+    controllers: dict[int, str] = field(default_factory=dict)
+    # The active controller reported MIGRATION with its driver in DUAL_WRITE: the copy committed.
+    migrated: bool = False
+    # The active controller reported POST_MIGRATION.
+    finalized: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokers": {str(k): v for k, v in sorted(self.brokers.items())},
+            "controllers": {str(k): v for k, v in sorted(self.controllers.items())},
+            "migrated": self.migrated,
+            "finalized": self.finalized,
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> MigrationRecord:
+        return cls(
+            brokers={int(k): str(v) for k, v in (d.get("brokers") or {}).items()},
+            controllers={int(k): str(v) for k, v in (d.get("controllers") or {}).items()},
+            migrated=bool(d.get("migrated", False)),
+            finalized=bool(d.get("finalized", False)),
+        )
+
+
+@dataclass
 class ClusterState:
     work_dir: str
     cluster_id: str
@@ -72,6 +105,8 @@ class ClusterState:
     created_at: float = 0.0
     # log dir path -> directory.id written by format (readable even when the dir's disk is dead)
     directory_ids: dict[str, str] = field(default_factory=dict)
+    # Set once `kraftpy migrate` added controllers to a ZooKeeper-mode cluster.
+    migration: MigrationRecord | None = None
 
     def node(self, name: str) -> NodePlan:
         for n in self.nodes:
@@ -93,6 +128,12 @@ class ClusterState:
         """zookeeper.connect of a ZooKeeper-mode cluster, None for a KRaft one."""
         zk = self.zookeeper_node
         return f"{zk.host}:{zk.port}" if zk is not None else None
+
+    @property
+    def kraft_metadata(self) -> bool:
+        """The controllers' metadata log holds the cluster's metadata: a KRaft cluster, or one whose
+        ZooKeeper metadata was copied by a migration."""
+        return self.zookeeper is None or (self.migration is not None and self.migration.migrated)
 
     @property
     def servers(self) -> list[NodePlan]:
@@ -133,6 +174,7 @@ class ClusterState:
             "supervisor_start_time": self.supervisor_start_time,
             "created_at": self.created_at,
             "directory_ids": dict(self.directory_ids),
+            "migration": self.migration.to_json() if self.migration is not None else None,
         }
 
     @classmethod
@@ -153,6 +195,7 @@ class ClusterState:
             supervisor_start_time=d.get("supervisor_start_time"),
             created_at=float(d.get("created_at") or 0.0),
             directory_ids=dict(d.get("directory_ids") or {}),
+            migration=MigrationRecord.from_json(d["migration"]) if d.get("migration") else None,
         )
 
 

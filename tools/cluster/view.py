@@ -64,6 +64,18 @@ class PartitionView:
 
 
 @dataclass(frozen=True)
+class MigrationView:
+    """A cluster born in ZooKeeper mode that `kraftpy migrate` gave controllers."""
+
+    phase: str
+    # The active controller's /healthz: zk_migration_state and migration_driver_state, None when
+    # no active controller answers or it does not report them.
+    state: str | None
+    driver: str | None
+    node_phases: dict[int, str]
+
+
+@dataclass(frozen=True)
 class ClusterView:
     taken_at: float
     work_dir: str
@@ -77,6 +89,7 @@ class ClusterView:
     metadata_offset: int = -1
     notes: tuple[str, ...] = field(default=())
     controllers: tuple[NodeView, ...] = ()
+    migration: MigrationView | None = None
 
     @property
     def leader_id(self) -> int | None:
@@ -130,9 +143,11 @@ def build_view(
     faults: dict[str, str | None],
     usage: dict[str, tuple[int | None, int | None]],
     notes: tuple[str, ...] = (),
+    migration: tuple[str, dict[int, str]] | None = None,
 ) -> ClusterView:
     """`processes`: node name -> (pid, process state); `health`: node name -> probe result;
-    `faults` and `usage`: dir path -> injected fault / (used, size)."""
+    `faults` and `usage`: dir path -> injected fault / (used, size); `migration`: the migration's
+    phase and each node's part in it, for a cluster `kraftpy migrate` gave controllers."""
     from protocol.uuid import RESERVED_DIRECTORY_NAMES
 
     label_of: dict[str, str] = {}
@@ -226,6 +241,18 @@ def build_view(
                 )
             )
         partitions.sort(key=lambda p: (p.topic, p.partition))
+    migration_view = None
+    if migration is not None:
+        active = next((c for c in controllers if c.leader and c.role == "controller"), None)
+        body = active.health if active is not None else None
+        state = (body or {}).get("zk_migration_state")
+        driver = (body or {}).get("migration_driver_state")
+        migration_view = MigrationView(
+            phase=migration[0],
+            state=str(state) if state is not None else None,
+            driver=str(driver) if driver is not None else None,
+            node_phases=dict(migration[1]),
+        )
     return ClusterView(
         taken_at=time.time(),
         work_dir=work_dir,
@@ -238,4 +265,5 @@ def build_view(
         metadata_offset=offset,
         notes=notes,
         controllers=controllers,
+        migration=migration_view,
     )
