@@ -197,7 +197,10 @@ class ZkControllerCore:
     # ---- events --------------------------------------------------------------------------------
 
     def on_become_controller(self, snapshot: ZkSnapshot) -> ZkControllerResult:
-        """onControllerFailover: read everything, tell every broker everything, elect where needed."""
+        """onControllerFailover: read everything, tell every broker everything, elect where needed,
+        and take the replicas of brokers that died before this controller took office out of the
+        ISRs (ReplicaStateMachine.startup's offline transition): no broker event will come for them,
+        and a leader cannot drop them itself, since an ISR naming a dead broker is ineligible."""
         self.live = dict(snapshot.live)
         self.topics = dict(snapshot.topics)
         self.states = dict(snapshot.states)
@@ -215,7 +218,8 @@ class ZkControllerCore:
             st = self.states.get(tp)
             if st is not None:
                 ev.batch.add_leader_and_isr(self._live_replicas(tp), ev.out(tp))
-        self._elect(ev)
+        dead = [(tp, b) for tp in self.partitions() for b in self.replicas(tp) if b not in self.live]
+        self._on_replicas_offline(ev, dead)
         for name in snapshot.topics_to_delete:
             self._start_deletion(ev, name)
         return ev.result()

@@ -220,6 +220,33 @@ def test_a_new_controller_tells_every_broker_everything_and_elects_where_needed(
     assert {r.broker_id for r in of(result, UpdateMetadataOut)} == {1, 2}
 
 
+def test_a_new_controller_takes_brokers_that_died_before_it_out_of_the_isrs() -> None:
+    """No broker event comes for them, and the leader cannot shrink the ISR to one still naming a
+    dead broker (INELIGIBLE_REPLICA): the failover itself does it, as ReplicaStateMachine.startup."""
+    states = {
+        ("t", 0): LeaderAndIsr(2, 0, (2, 3, 1), controller_epoch=1, zk_version=0),
+        ("t", 1): LeaderAndIsr(1, 3, (1, 3), controller_epoch=1, zk_version=4),
+    }
+    core = ZkControllerCore(controller_id=2, epoch=2)
+    result = applied(
+        core,
+        core.on_become_controller(
+            ZkSnapshot(
+                live=brokers(2),
+                topics={"t": TopicAssignment(TID, {0: (2, 3, 1), 1: (1, 3, 2)})},
+                states=states,
+            )
+        ),
+    )
+    # One leader epoch per replica taken out, as Kafka removes them one replica at a time.
+    assert core.states[("t", 0)] == LeaderAndIsr(2, 2, (2,), controller_epoch=2, zk_version=1)
+    # No live replica in the ISR: leaderless, the last ISR member kept (no unclean election).
+    assert core.states[("t", 1)].leader == NO_LEADER and core.states[("t", 1)].isr == (3,)
+    assert len([w for w in result.writes if isinstance(w, PartitionStateWrite)]) == 2
+    (lai,) = of(result, LeaderAndIsrOut, 2)
+    assert {p.tp: p.state.isr for p in lai.partitions}[("t", 0)] == (2,)
+
+
 def test_preferred_leaders_return_once_the_imbalance_passes_the_threshold() -> None:
     core = cluster(1, 2, topics={"t": {0: (1, 2), 1: (2, 1)}})
     applied(core, core.on_broker_change(brokers(2)))
