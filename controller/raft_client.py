@@ -352,7 +352,9 @@ class RaftClient:
                 continue
             self._store.persist(ready)
             item.ready = ready
-            item.after = _CoreAfter(core.role, core.epoch, core.leader_id, core.applied, core.epoch_start_offset)
+            item.after = _CoreAfter(
+                core.role, core.epoch, core.leader_id, core.applied, core.epoch_start_offset
+            )
         self._store.flush()
         self._publish_figures(core)
         return inputs

@@ -59,7 +59,6 @@ def decode_unsigned_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     return value, pos
 
 
-
 def decode_varint(buf: Buffer, pos: int = 0) -> tuple[int, int]:
     """A zigzag 32-bit varint."""
     try:
@@ -103,7 +102,6 @@ def encode_unsigned_varint(value: int) -> bytes:
     if not 0 <= value <= UINT32_MAX:
         raise VarintError(f"{value} does not fit in an unsigned 32-bit varint")
     return _groups(value)
-
 
 
 def encode_varint(value: int) -> bytes:

@@ -50,11 +50,15 @@ def load_zk_broker_dirs(cfg: KafkaConfig, cluster_id: str, *, migrating: bool = 
         try:
             _delete_local_metadata_log(cfg.metadata_log_dir_path)
         except OSError as e:
-            raise StartupError(f"cannot delete the local metadata log in {cfg.metadata_log_dir_path}: {e}") from None
+            raise StartupError(
+                f"cannot delete the local metadata log in {cfg.metadata_log_dir_path}: {e}"
+            ) from None
     if migrating and offline:
         # As a dir failing later does: the KRaft controller learns of dirs only from the registration.
         path, reason = sorted(offline.items())[0]
-        raise StartupError(f"log dir {path} is unusable ({reason}); a broker in migration mode stops on any dir failure")
+        raise StartupError(
+            f"log dir {path} is unusable ({reason}); a broker in migration mode stops on any dir failure"
+        )
     for path, reason in sorted(offline.items()):
         log.error("log dir unusable at startup; it stays offline", path=path, reason=reason)
     if not online:
@@ -109,7 +113,9 @@ def _load_dir(path: str, broker_id: int, cluster_id: str, *, persist_id: bool = 
     dir_id = meta.directory_id
     if dir_id is None and persist_id:
         dir_id = Uuid.random()
-        log.info("log dir gets a directory.id for the migration to KRaft", path=path, directory_id=str(dir_id))
+        log.info(
+            "log dir gets a directory.id for the migration to KRaft", path=path, directory_id=str(dir_id)
+        )
     if meta.cluster_id is None or meta.node_id is None or dir_id != meta.directory_id:
         write_meta_properties(path, MetaProperties(MetaPropertiesVersion.V0, cluster_id, broker_id, dir_id))
     return dir_id or Uuid.random()

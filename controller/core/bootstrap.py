@@ -74,9 +74,15 @@ def migration_activation_records(
             "Completing the ZK migration since this controller was configured with "
             "'zookeeper.metadata.migration.enable' set to 'false'."
         )
-        return [ApiMessageAndVersion(ZkMigrationStateRecord(ZkMigrationState=int(ZkMigrationState.POST_MIGRATION)), 0)]
+        return [
+            ApiMessageAndVersion(
+                ZkMigrationStateRecord(ZkMigrationState=int(ZkMigrationState.POST_MIGRATION)), 0
+            )
+        ]
     if state == ZkMigrationState.POST_MIGRATION and zk_migration_enabled:
-        log.info("Ignoring 'zookeeper.metadata.migration.enable' since ZK migration has already been completed.")
+        log.info(
+            "Ignoring 'zookeeper.metadata.migration.enable' since ZK migration has already been completed."
+        )
     return []
 
 
