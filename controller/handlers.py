@@ -17,6 +17,7 @@ from controller.event_queue import EventTimeoutError, QueueClosedError, WriteCon
 from controller.self_registration import register_from_request
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from protocol.transport import collector_paused, run_large
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -70,7 +71,7 @@ class ControllerApis:
     def handlers(self) -> dict[str, Handler]:
         from controller.raft_handlers import RaftApis
 
-        write, read = self._write, self._read
+        write = self._write
         return {
             "BrokerRegistration": write(
                 "registerBroker",
@@ -91,7 +92,7 @@ class ControllerApis:
                 lambda core, r, v, ctx: register_from_request(r, core.metadata_version),
             ),
             "DescribeCluster": self._describe_cluster,
-            "Metadata": read("metadata", lambda core, r, v: core.metadata(r, v)),
+            "Metadata": self._metadata,
             **RaftApis(self._raft, self._cluster_id).handlers(),
         }
 
@@ -106,6 +107,19 @@ class ControllerApis:
         return await self._read("describeCluster", lambda core, r, v: core.describe_cluster(r, v))(
             req, version
         )
+
+    async def _metadata(self, req: Any, version: int) -> Any:
+        def copy(core: Any, r: Any, v: int) -> Any:
+            # The copy allocates one object per topic named, while the request's own models are all
+            # alive: enough to set off full collections of the whole heap, on the loop.
+            with collector_paused():
+                return core.metadata_answer(r, v)
+
+        answer = await self._read("metadata", copy)(req, version)
+        if answer.large:
+            # The copy taken on the queue is immutable: its models can be built off the loop.
+            return await run_large(answer.build)
+        return answer.build()
 
     def _write(self, name: str, op: Callable[[Any, Any, int, WriteContext], Any]) -> Handler:
         async def handler(req: Any, version: int) -> Any:

@@ -24,6 +24,7 @@ from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdR
 from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.rpc.produce import ProduceRequest, ProduceResponse
+from protocol.transport import run_large
 from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 D = DescribeLogDirsResponse
 
 
-LARGE_METADATA_REQUEST = 1000  # topics named in one Metadata request
+LARGE_METADATA_REQUEST = 1000  # topics named in one Metadata request, or partitions in an all-topics one
 LIST_OFFSETS_SLICE = 500  # partitions of one ListOffsets request looked up between yields
 
 
@@ -192,18 +193,23 @@ class DataPlaneHandlers:
     # ---- Metadata -------------------------------------------------------------------------------
 
     async def metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
+        image = self._image()
         answer = functools.partial(
             metadata_response,
-            self._image(),
+            image,
             req,
             version,
             listener=self.replicas.listener_name or "",
             cluster_id=self.host.cluster_id,
             local_broker_id=self.host.node_id,
         )
-        if len(req.Topics or ()) > LARGE_METADATA_REQUEST:
+        if req.Topics is not None:
+            size = len(req.Topics)
+        else:
+            size = sum(len(t.partitions) for t in image.topics.topics_by_id.values())
+        if size > LARGE_METADATA_REQUEST:
             # The image is immutable, so a long answer can be built off the loop.
-            return await asyncio.get_running_loop().run_in_executor(None, answer)
+            return await run_large(answer)
         return answer()
 
     # ---- DescribeLogDirs ------------------------------------------------------------------------

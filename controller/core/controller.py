@@ -301,6 +301,12 @@ class QuorumControllerCore:
     ) -> MetadataResponse:
         return _queries.metadata(self.m, req, version, listener_name)
 
+    def metadata_answer(
+        self, req: MetadataRequest, version: int, listener_name: str | None = None
+    ) -> _queries.MetadataAnswer:
+        """What `metadata` answers, before its models are built (see MetadataAnswer)."""
+        return _queries.metadata_answer(self.m, req, version, listener_name)
+
     @property
     def metadata_version(self) -> int:
         return self.m.features.metadata_version

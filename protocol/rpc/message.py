@@ -21,7 +21,7 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -100,11 +100,13 @@ def _invalid(msg: str) -> KafkaError:
     return KafkaError(Errors.INVALID_REQUEST, msg)
 
 
-def describe_validation_error(e: ValidationError) -> str:
-    """One line naming each bad field by its path, without pydantic's help URLs."""
+def describe_validation_error(e: ValidationError, prefix: str = "") -> str:
+    """One line naming each bad field by its path, without pydantic's help URLs; `prefix` is the path
+    of the struct that was validated ("Topics.3.")."""
     parts = []
     for err in e.errors(include_url=False):
-        loc = ".".join(str(p) for p in err["loc"]) or "body"
+        loc = prefix + ".".join(str(p) for p in err["loc"])
+        loc = loc.rstrip(".") or "body"
         parts.append(f"{loc}: {err['msg']}")
     return "; ".join(parts)
 
@@ -190,16 +192,78 @@ class RpcMessage(BaseModel):
     # ---- decoding -------------------------------------------------------------------------------
 
     @classmethod
-    def from_wire(cls, data: Any, version: int) -> Self:
-        """Validate a decoded body for `version`; raises KafkaError(INVALID_REQUEST) on any problem."""
+    def from_wire(cls, data: Any, version: int, *, piecewise: bool = False) -> Self:
+        """Validate a decoded body for `version`; raises KafkaError(INVALID_REQUEST) on any problem.
+
+        `piecewise`, for large bodies: each struct in a list is validated by a call of its own. One
+        pydantic call holds the GIL until it returns (0.4 s for a Metadata naming 100,000 topics), so
+        a worker thread validating a large body in one call stalls the event loop all the same.
+        """
         if not isinstance(data, dict):
             raise _invalid(f"{cls.__name__} body must be a map of field names, got {type(data).__name__}")
-        try:
-            msg = cls.model_validate(data)
-        except ValidationError as e:
-            raise _invalid(describe_validation_error(e)) from None
+        if piecewise:
+            return cls.from_large_wire(data, version)[0]
+        else:
+            try:
+                msg = cls.model_validate(data)
+            except ValidationError as e:
+                raise _invalid(describe_validation_error(e)) from None
         msg._check_version(version, cls.__name__)
         return msg
+
+    @classmethod
+    def from_large_wire(cls, data: Any, version: int) -> tuple[Self, int]:
+        """`from_wire(piecewise=True)`, and how many structs the body holds besides itself."""
+        if not isinstance(data, dict):
+            raise _invalid(f"{cls.__name__} body must be a map of field names, got {type(data).__name__}")
+        count = [0]
+        msg = cls._validate_piecewise(data, "", count)
+        msg._check_version(version, cls.__name__)
+        return msg, count[0]
+
+    @classmethod
+    def _validate_piecewise(cls, data: dict[str, Any], path: str, count: list[int]) -> Self:
+        struct_lists = cls._struct_lists()
+        lists = {n: v for n, v in data.items() if n in struct_lists and isinstance(v, list) and v}
+        try:
+            # The struct itself, with its lists of structs empty; they are validated below.
+            head = cls.model_validate({**data, **{n: [] for n in lists}})
+        except ValidationError as e:
+            raise _invalid(describe_validation_error(e, path)) from None
+        if not lists:
+            return head
+        update: dict[str, list[RpcMessage]] = {}
+        for name, items in lists.items():
+            item_cls, max_length = struct_lists[name]
+            where = f"{path}{name}"
+            if max_length is not None and len(items) > max_length:
+                raise _invalid(
+                    f"{where}: List should have at most {max_length} items after validation, not {len(items)}"
+                )
+            out = []
+            count[0] += len(items)
+            for i, item in enumerate(items):
+                if not isinstance(item, dict):
+                    raise _invalid(
+                        f"{where}.{i}: Input should be a valid dictionary or instance of {item_cls.__name__}"
+                    )
+                out.append(item_cls._validate_piecewise(item, f"{where}.{i}.", count))
+            update[name] = out
+        return head.model_copy(update=update)
+
+    @classmethod
+    @cache
+    def _struct_lists(cls) -> dict[str, tuple[type[RpcMessage], int | None]]:
+        """{field: (struct type, max length)} for the fields that are lists of structs."""
+        out: dict[str, tuple[type[RpcMessage], int | None]] = {}
+        for name, info in cls.model_fields.items():
+            for arg in (info.annotation, *get_args(info.annotation)):
+                if get_origin(arg) is list:
+                    (item,) = get_args(arg)
+                    if isinstance(item, type) and issubclass(item, RpcMessage):
+                        limit = next((m.max_length for m in info.metadata if hasattr(m, "max_length")), None)
+                        out[name] = (item, limit)
+        return out
 
     def _check_version(self, version: int, path: str) -> None:
         cls = type(self)

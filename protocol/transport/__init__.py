@@ -3,6 +3,7 @@
 from protocol.transport.client import NO_RETRIES, RetryPolicy, RpcClient
 from protocol.transport.codec import API_VERSION_HEADER, ERROR_MESSAGE_HEADER, JSON, MSGPACK
 from protocol.transport.errors import RpcConnectionError, RpcError
+from protocol.transport.offload import collector_paused, run_large
 from protocol.transport.server import (
     HANDLERS,
     REGISTRY,
@@ -29,7 +30,9 @@ __all__ = [
     "RpcConnectionError",
     "RpcError",
     "add_handler",
+    "collector_paused",
     "create_app",
+    "run_large",
     "set_health_hook",
     "start_server",
 ]

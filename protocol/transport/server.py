@@ -16,6 +16,7 @@ and may install a health hook reporting readiness. Failures reach the caller as 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import time
@@ -38,6 +39,7 @@ import protocol.transport.codec as codec
 from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
+from protocol.transport.offload import collector_paused, run_large
 
 T = TypeVar("T")
 
@@ -64,6 +66,8 @@ DEFAULT_BODY_TIMEOUT_S = 30.0
 request.timeout.ms default): a slow upload must not hold its memory forever."""
 
 DECODE_OFF_LOOP_BYTES = 256 * 1024
+# Requests holding more structs than this pause the cyclic collector while they are answered.
+MANY_STRUCTS = 10_000
 """Bodies larger than this are decoded and validated on a worker thread."""
 
 DEFAULT_MAX_BODY = 104857600
@@ -138,8 +142,14 @@ def _encode(resp: RpcMessage, version: int, encoding: Encoding) -> bytes:
     return codec.encode(resp.to_wire(version, encoding), encoding)
 
 
-def _parse(spec: ApiSpec, body: bytes, encoding: Encoding, version: int) -> RpcMessage:
-    return spec.request_model.from_wire(codec.decode(body, encoding), version)
+def _parse(
+    spec: ApiSpec, body: bytes, encoding: Encoding, version: int, large: bool
+) -> tuple[RpcMessage, int]:
+    """The request and how many structs it holds (counted only for a large body)."""
+    data = codec.decode(body, encoding)
+    if large:
+        return spec.request_model.from_large_wire(data, version)
+    return spec.request_model.from_wire(data, version), 0
 
 
 async def _loop_lag_probe(app: web.Application) -> AsyncIterator[None]:
@@ -199,7 +209,7 @@ async def _run(off_loop: bool, fn: Callable[..., T], *args: Any) -> T:
     """`fn(*args)`, on a worker thread when `off_loop`, where the GIL still hands the loop its turn
     every few milliseconds; used for the bodies of large requests and their answers."""
     if off_loop:
-        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+        return await run_large(fn, *args)
     return fn(*args)
 
 
@@ -259,11 +269,22 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
         # A large body takes long to validate (a million uuids: about a second), and a large request
         # tends to get a large answer (a Metadata naming 100,000 topics): both off the loop.
         large = len(body) > DECODE_OFF_LOOP_BYTES
-        req = await _run(large, _parse, spec, body, encoding, version)
+        req, structs = await _run(large, _parse, spec, body, encoding, version, large)
     except KafkaError as e:
         status = 400
         return _reply(_error_body(e.code, e.message or e.code.name), encoding, status), e.code
 
+    # While a request of many structs is in hand its models are alive, and its handler's allocations
+    # (on the loop too) would set off full collections that walk them all: the collector waits until
+    # it is answered (see offload). A large Produce is a few structs around its record bytes, and
+    # may wait seconds for its acks: it is not held.
+    with collector_paused() if structs > MANY_STRUCTS else contextlib.nullcontext():
+        return await _answer(api, spec, handler, req, version, encoding, large)
+
+
+async def _answer(
+    api: str, spec: ApiSpec, handler: Handler, req: RpcMessage, version: int, encoding: Encoding, large: bool
+) -> tuple[web.Response, Errors]:
     headers: dict[str, str] = {codec.API_VERSION_HEADER: str(version)}
     try:
         resp = await handler(req, version)

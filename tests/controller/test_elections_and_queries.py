@@ -78,3 +78,31 @@ def test_metadata_by_name_and_id() -> None:
     wire = md.to_wire(9, "json")
     assert "ReplicaDirectories" in wire["Topics"][0]["Partitions"][0]
     assert "ReplicaDirectories" not in md.to_wire(8, "json")["Topics"][0]["Partitions"][0]
+
+
+def test_a_metadata_answer_built_later_shows_the_state_it_was_taken_from() -> None:
+    """The controller copies a Metadata answer's inputs on its queue and may build the models off the
+    loop afterwards; writes in between must not leak into it."""
+    ctx = two_brokers()
+    ctx.create_topic("a", 1, 2)
+    answer = ctx.core.metadata_answer(MetadataRequest(Topics=None), 12)
+    before = ctx.partition("a", 0)
+    ctx.heartbeat(before.leader, want_fence=True)
+    ctx.create_topic("b", 1, 1)
+    assert ctx.partition("a", 0).leader != before.leader
+    md = answer.build()
+    assert [t.Name for t in md.Topics] == ["a"]
+    assert md.Topics[0].Partitions[0].LeaderId == before.leader
+    assert md.Topics[0].Partitions[0].OfflineReplicas == []
+    assert [b.NodeId for b in md.Brokers] == [1, 2]
+
+
+def test_only_a_large_metadata_answer_is_marked_for_building_off_the_loop() -> None:
+    ctx = two_brokers()
+    ctx.create_topic("a", 3, 2)
+    small = ctx.core.metadata_answer(MetadataRequest(Topics=[{"Name": "a"}, {"Name": "zz"}]), 12)
+    assert not small.large
+    many = [{"Name": f"t{i}"} for i in range(5000)]
+    large = ctx.core.metadata_answer(MetadataRequest(Topics=many), 12)
+    assert large.large
+    assert {t.ErrorCode for t in large.build().Topics} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}

@@ -410,3 +410,68 @@ async def test_a_large_body_is_decoded_off_the_loop_and_still_served(
         f"{url}/rpc/BrokerHeartbeat", codec.encode(wire, "msgpack"), "application/msgpack", "1"
     )
     assert status == 400 and "OfflineLogDirs" in data["ErrorMessage"] and len(calls) == calls_before
+
+
+async def test_the_collector_waits_only_while_a_request_of_many_structs_is_answered(
+    server: tuple[web.Application, str],
+) -> None:
+    """A request holding many structs is answered with the cyclic collector paused (a full collection
+    would walk all its live models while holding the GIL); a large body of few structs is not."""
+    import gc
+
+    from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+    from protocol.transport import codec
+    from protocol.transport.server import DECODE_OFF_LOOP_BYTES, MANY_STRUCTS
+
+    app, url = server
+    seen: list[bool] = []
+
+    async def metadata(req: MetadataRequest, version: int) -> MetadataResponse:
+        seen.append(gc.isenabled())
+        return MetadataResponse(Topics=[{"Name": t.Name, "ErrorCode": 3} for t in req.Topics or []])
+
+    add_handler(app, "Metadata", metadata)
+    assert gc.isenabled()
+    many = MetadataRequest(Topics=[{"Name": f"topic-{i:020}"} for i in range(MANY_STRUCTS + 1)])
+    body = codec.encode(many.to_wire(9, "msgpack"), "msgpack")
+    assert len(body) > DECODE_OFF_LOOP_BYTES
+    status, data, _ = await _post(f"{url}/rpc/Metadata", body, "application/msgpack", "9")
+    assert status == 200 and len(data["Topics"]) == MANY_STRUCTS + 1
+    few = MetadataRequest(Topics=[{"Name": "t" * 300_000}])
+    status, _, _ = await _post(
+        f"{url}/rpc/Metadata", codec.encode(few.to_wire(9, "msgpack"), "msgpack"), "application/msgpack", "9"
+    )
+    assert status == 200
+    assert seen == [False, True]
+    assert gc.isenabled()
+
+
+def test_the_collector_resumes_when_the_last_of_overlapping_pauses_ends() -> None:
+    import gc
+    import threading
+
+    from protocol.transport import collector_paused
+
+    outer_done = threading.Event()
+    inner_in = threading.Event()
+
+    def inner() -> None:
+        with collector_paused():
+            inner_in.set()
+            outer_done.wait(5)
+            assert not gc.isenabled()
+
+    with collector_paused():
+        t = threading.Thread(target=inner)
+        t.start()
+        inner_in.wait(5)
+    outer_done.set()
+    t.join()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled(), "a collector disabled by someone else stays disabled"
+    finally:
+        gc.enable()
