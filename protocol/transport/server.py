@@ -66,9 +66,10 @@ DEFAULT_BODY_TIMEOUT_S = 30.0
 request.timeout.ms default): a slow upload must not hold its memory forever."""
 
 DECODE_OFF_LOOP_BYTES = 256 * 1024
-# Requests holding more structs than this pause the cyclic collector while they are answered.
-MANY_STRUCTS = 10_000
 """Bodies larger than this are decoded and validated on a worker thread."""
+
+MANY_STRUCTS = 10_000
+"""Requests holding more structs than this are answered with the cyclic collector paused."""
 
 DEFAULT_MAX_BODY = 104857600
 """Kafka's socket.request.max.bytes default: the largest request body a process accepts."""
