@@ -229,7 +229,7 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
             "max_ms": latencies[-1] * 1000 if latencies else float("nan"),
             "mean_ms": statistics.fmean(latencies) * 1000 if latencies else float("nan"),
             "errors": errors,
-            "timed_out": await metric(rpc, "kraftpy_controller_timed_out_broker_heartbeats_total"),
+            "timed_out": await metric(rpc, "kafka_controller_kafkacontroller_timedoutbrokerheartbeatcount"),
             "controller_cpu_ms_per_heartbeat": cpu / max(1, len(latencies)) * 1000,
         }
         print(
@@ -316,7 +316,7 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
             check(await rpc.call("AssignReplicasToDirs", body), "assign")
         assign_s = time.perf_counter() - t0
         total = per_topic * n_topics
-        led = await metric(rpc, "kraftpy_controller_offline_partitions_count")
+        led = await metric(rpc, "kafka_controller_kafkacontroller_offlinepartitionscount")
         print(
             f"(b) created {total:,} partitions in {create_s:.1f}s, placed them in dir A in {assign_s:.1f}s "
             f"(leaderless now: {led:.0f})"
@@ -334,7 +334,7 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
         cpu = ctl.cpu_seconds() - cpu0
         after = await metric(rpc, "kraftpy_controller_records_appended_total", 'type="PartitionChangeRecord"')
         changes = after - before
-        offline_now = await metric(rpc, "kraftpy_controller_offline_partitions_count")
+        offline_now = await metric(rpc, "kafka_controller_kafkacontroller_offlinepartitionscount")
         out = {
             "partitions": total,
             "partition_change_records": changes,

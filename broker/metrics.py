@@ -1,16 +1,18 @@
-"""The broker's metrics on /metrics, named after Kafka's MBeans (reference 12).
+"""The broker's metrics on /metrics, read from a `BrokerStats` snapshot at scrape time, under the names
+the Prometheus JMX exporter's common Kafka rules give Kafka's MBeans (docs/metrics.md):
 
-Gauges are read from a `BrokerStats` snapshot at scrape time, so nothing has to be kept in sync:
-
-- `kraftpy_broker_offline_log_directory_count` – LogManager OfflineLogDirectoryCount;
-- `kraftpy_broker_log_directory_offline{path, directory_id}` – LogManager LogDirectoryOffline,
+- `kafka_log_logmanager_offlinelogdirectorycount` – LogManager OfflineLogDirectoryCount;
+- `kafka_log_logmanager_logdirectoryoffline{logDirectory, directory_id}` – LogManager LogDirectoryOffline,
   one per configured log dir (1 offline, 0 online; dirs unusable at startup have no id: "");
-- `kraftpy_broker_offline_replica_count` – ReplicaManager OfflineReplicaCount;
-- `kraftpy_broker_queued_replica_to_dir_assignments` – AssignmentsManager QueuedReplicaToDirAssignments;
-- `kraftpy_broker_failed_partitions_count` – ReplicaFetcherManager FailedPartitionsCount: here, followed
-  partitions whose fetched data fails its checks (retried with backoff; /healthz names them and why);
-- `kraftpy_broker_log_directory_failures_total` – dirs that failed since start (a counter);
-- broker state, fencing, metadata offset, hosted replicas, AssignReplicasToDirs requests sent.
+- `kafka_server_replicamanager_offlinereplicacount` – ReplicaManager OfflineReplicaCount;
+- `kafka_server_assignmentsmanager_queuedreplicatodirassignments` – AssignmentsManager
+  QueuedReplicaToDirAssignments;
+- `kafka_server_replicafetchermanager_failedpartitionscount{clientId="Replica"}` – ReplicaFetcherManager
+  FailedPartitionsCount: here, followed partitions whose fetched data fails its checks (retried with
+  backoff; /healthz names them and why);
+- `kafka_server_kafkaserver_brokerstate` – KafkaServer BrokerState;
+- kraftpy's own: dirs failed since start (a counter), fencing, metadata offset, hosted replicas,
+  AssignReplicasToDirs requests sent.
 """
 
 from __future__ import annotations
@@ -58,48 +60,50 @@ class _Collector(Collector):
         s = self._stats()
         simple = (
             (
-                "offline_log_directory_count",
+                "kafka_log_logmanager_offlinelogdirectorycount",
                 "OfflineLogDirectoryCount: log dirs that are offline",
                 sum(1 for d in s.dirs if d.offline),
             ),
             (
-                "offline_replica_count",
+                "kafka_server_replicamanager_offlinereplicacount",
                 "OfflineReplicaCount: hosted replicas that are offline",
                 s.offline_replicas,
             ),
             (
-                "queued_replica_to_dir_assignments",
+                "kafka_server_assignmentsmanager_queuedreplicatodirassignments",
                 "QueuedReplicaToDirAssignments: directory assignments queued or in flight",
                 s.queued_assignments,
             ),
+            ("kafka_server_kafkaserver_brokerstate", "BrokerState byte value (3 RUNNING)", s.state),
+            (f"{PREFIX}_fenced", "1 while the controller reports this broker fenced", int(s.fenced)),
+            (f"{PREFIX}_metadata_offset", "Offset of the newest metadata record applied", s.metadata_offset),
+            (f"{PREFIX}_hosted_replicas", "Replicas the metadata places on this broker", s.replicas),
             (
-                "failed_partitions_count",
-                "FailedPartitionsCount: followed partitions whose fetched data fails its checks",
-                s.failed_partitions,
-            ),
-            ("broker_state", "BrokerState byte value (3 RUNNING)", s.state),
-            ("fenced", "1 while the controller reports this broker fenced", int(s.fenced)),
-            ("metadata_offset", "Offset of the newest metadata record applied", s.metadata_offset),
-            ("hosted_replicas", "Replicas the metadata places on this broker", s.replicas),
-            (
-                "assign_replicas_to_dirs_requests",
+                f"{PREFIX}_assign_replicas_to_dirs_requests",
                 "AssignReplicasToDirs requests sent since start",
                 s.assignment_requests,
             ),
             (
-                "assign_replicas_to_dirs_assignments",
+                f"{PREFIX}_assign_replicas_to_dirs_assignments",
                 "Assignments carried by those requests",
                 s.assignments_sent,
             ),
         )
         for name, doc, value in simple:
-            g = GaugeMetricFamily(f"{PREFIX}_{name}", doc)
+            g = GaugeMetricFamily(name, doc)
             g.add_metric([], value)
             yield g
+        failed = GaugeMetricFamily(
+            "kafka_server_replicafetchermanager_failedpartitionscount",
+            "FailedPartitionsCount: followed partitions whose fetched data fails its checks",
+            labels=["clientId"],
+        )
+        failed.add_metric(["Replica"], s.failed_partitions)
+        yield failed
         per_dir = GaugeMetricFamily(
-            f"{PREFIX}_log_directory_offline",
+            "kafka_log_logmanager_logdirectoryoffline",
             "LogDirectoryOffline: 1 if the log dir is offline, else 0",
-            labels=["path", "directory_id"],
+            labels=["logDirectory", "directory_id"],
         )
         for d in s.dirs:
             per_dir.add_metric([d.path, d.directory_id], int(d.offline))

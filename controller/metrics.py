@@ -1,4 +1,7 @@
-"""The controller's metrics on /metrics, named after Kafka's KafkaController MBeans (reference 12).
+"""The controller's metrics on /metrics, under the names the Prometheus JMX exporter's common Kafka
+rules give Kafka's MBeans (reference 12, docs/metrics.md): `kafka.controller:type=KafkaController,
+name=ActiveControllerCount` is `kafka_controller_kafkacontroller_activecontrollercount`. What Kafka has
+no MBean for keeps a `kraftpy_controller_` name.
 
 Counters and histograms are updated as things happen; cluster gauges (brokers, topics, partitions,
 offsets) are read from a `ControllerStats` snapshot at scrape time, so nothing has to be kept in sync.
@@ -16,6 +19,8 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 PREFIX = "kraftpy_controller"
+KC = "kafka_controller_kafkacontroller"
+RAFT = "kafka_server_raft_metrics"
 
 
 @dataclass(frozen=True)
@@ -46,100 +51,143 @@ class ControllerStats:
 
 
 _GAUGES: tuple[tuple[str, str, str], ...] = (
-    ("active_controller_count", "ActiveControllerCount: 1 on the active controller", "active"),
-    ("fenced_broker_count", "FencedBrokerCount: registered brokers that are fenced", "fenced_brokers"),
-    ("active_broker_count", "ActiveBrokerCount: registered brokers that are not fenced", "active_brokers"),
-    ("global_topic_count", "GlobalTopicCount", "topics"),
-    ("global_partition_count", "GlobalPartitionCount", "partitions"),
-    ("offline_partitions_count", "OfflinePartitionsCount: partitions without a leader", "offline_partitions"),
+    (f"{KC}_activecontrollercount", "ActiveControllerCount: 1 on the active controller", "active"),
+    (f"{KC}_fencedbrokercount", "FencedBrokerCount: registered brokers that are fenced", "fenced_brokers"),
     (
-        "metadata_error_count",
+        f"{KC}_activebrokercount",
+        "ActiveBrokerCount: registered brokers that are not fenced",
+        "active_brokers",
+    ),
+    (f"{KC}_globaltopiccount", "GlobalTopicCount", "topics"),
+    (f"{KC}_globalpartitioncount", "GlobalPartitionCount", "partitions"),
+    (
+        f"{KC}_offlinepartitionscount",
+        "OfflinePartitionsCount: partitions without a leader",
+        "offline_partitions",
+    ),
+    (
+        f"{KC}_metadataerrorcount",
         "MetadataErrorCount: damage found loading the metadata log (a whole last batch failing its CRC)",
         "metadata_errors",
     ),
     (
-        "log_end_offset",
+        f"{PREFIX}_log_end_offset",
         "Next offset the metadata log will write (LastAppliedRecordOffset + 1)",
         "log_end_offset",
     ),
-    ("high_watermark", "Exclusive end of the committed (fsynced) metadata log", "high_watermark"),
-    ("log_start_offset", "First offset still in the metadata log", "log_start_offset"),
-    ("latest_snapshot_end_offset", "End offset of the newest snapshot, -1 if none", "latest_snapshot_offset"),
-    ("event_queue_size", "Events waiting in the controller event queue", "event_queue_size"),
+    (f"{PREFIX}_high_watermark", "Exclusive end of the committed (fsynced) metadata log", "high_watermark"),
+    (f"{PREFIX}_log_start_offset", "First offset still in the metadata log", "log_start_offset"),
     (
-        "last_applied_record_offset",
+        f"{PREFIX}_latest_snapshot_end_offset",
+        "End offset of the newest snapshot, -1 if none",
+        "latest_snapshot_offset",
+    ),
+    (f"{PREFIX}_event_queue_size", "Events waiting in the controller event queue", "event_queue_size"),
+    (
+        f"{KC}_lastappliedrecordoffset",
         "LastAppliedRecordOffset: last offset replayed into the state",
         "last_applied_offset",
     ),
     (
-        "last_committed_record_offset",
+        f"{KC}_lastcommittedrecordoffset",
         "LastCommittedRecordOffset: last offset the quorum committed",
         "last_committed_offset",
     ),
     (
-        "last_applied_record_lag_ms",
+        f"{KC}_lastappliedrecordlagms",
         "LastAppliedRecordLagMs: now minus the timestamp of the last applied batch",
         "last_applied_lag_ms",
     ),
     (
-        "zk_migration_state",
+        f"{KC}_zkmigrationstate",
         "ZkMigrationState: 0 NONE, 1 MIGRATION, 2 PRE_MIGRATION, 3 POST_MIGRATION",
         "zk_migration_state",
     ),
     (
-        "migrating_zk_broker_count",
+        f"{KC}_migratingzkbrokercount",
         "MigratingZkBrokerCount: ZooKeeper-mode brokers registered with the controller for the migration",
         "migrating_zk_brokers",
     ),
     (
-        "zk_write_behind_lag",
+        f"{KC}_zkwritebehindlag",
         "ZkWriteBehindLag: committed metadata offsets not yet written to ZooKeeper in dual write",
         "zk_write_behind_lag",
     ),
     (
-        "zk_write_snapshot_time_ms",
+        f"{KC}_zkwritesnapshottimems",
         "ZkWriteSnapshotTimeMs: the last full reconciliation of ZooKeeper with the image",
         "zk_write_snapshot_ms",
     ),
-    ("zk_write_delta_time_ms", "ZkWriteDeltaTimeMs: the last dual write of one delta", "zk_write_delta_ms"),
-    ("raft_current_leader", "raft current-leader: the leader's node id, -1 if unknown", "raft_leader"),
-    ("raft_current_epoch", "raft current-epoch: the quorum epoch this voter knows", "raft_epoch"),
+    (f"{KC}_zkwritedeltatimems", "ZkWriteDeltaTimeMs: the last dual write of one delta", "zk_write_delta_ms"),
+    (f"{RAFT}_current_leader", "raft current-leader: the leader's node id, -1 if unknown", "raft_leader"),
+    (f"{RAFT}_current_epoch", "raft current-epoch: the quorum epoch this voter knows", "raft_epoch"),
     (
-        "raft_election_latency_ms",
+        f"{PREFIX}_raft_election_latency_ms",
         "raft election-latency: the last election this voter won, in ms",
         "raft_election_ms",
     ),
 )
 
 
+class _Tally:
+    """A running total Kafka exports as a gauge (TimedOutBrokerHeartbeatCount, NewActiveControllersCount)."""
+
+    def __init__(self) -> None:
+        self.value = 0
+
+    def inc(self) -> None:
+        self.value += 1
+
+
+_TALLIES: tuple[tuple[str, str, str], ...] = (
+    (
+        f"{KC}_timedoutbrokerheartbeatcount",
+        "TimedOutBrokerHeartbeatCount: heartbeats not answered within half the heartbeat interval",
+        "timed_out_heartbeats",
+    ),
+    (
+        f"{KC}_newactivecontrollerscount",
+        "NewActiveControllersCount: times this controller became the active one",
+        "new_active_controllers",
+    ),
+)
+
+
 class _StatsCollector(Collector):
-    def __init__(self, stats: Callable[[], ControllerStats]) -> None:
+    def __init__(self, stats: Callable[[], ControllerStats], metrics: ControllerMetrics) -> None:
         self._stats = stats
+        self._metrics = metrics
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         s = self._stats()
         for name, doc, attr in _GAUGES:
-            yield GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=float(getattr(s, attr)))
+            yield GaugeMetricFamily(name, doc, value=float(getattr(s, attr)))
+        for name, doc, attr in _TALLIES:
+            yield GaugeMetricFamily(name, doc, value=float(getattr(self._metrics, attr).value))
 
     def describe(self) -> Iterable[GaugeMetricFamily]:
-        return [GaugeMetricFamily(f"{PREFIX}_{name}", doc) for name, doc, _ in _GAUGES]
+        return [GaugeMetricFamily(name, doc) for name, doc, _ in (*_GAUGES, *_TALLIES)]
+
+
+# Kafka's controller histograms are in milliseconds.
+_MS_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry, stats: Callable[[], ControllerStats]) -> None:
         self.event_queue_time = Histogram(
-            f"{PREFIX}_event_queue_time_seconds",
+            "kafka_controller_controllereventmanager_eventqueuetimems",
             "EventQueueTimeMs: time an event waited in the queue before it ran",
             ["event"],
             registry=registry,
-            buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5),
+            buckets=_MS_BUCKETS,
         )
         self.event_processing_time = Histogram(
-            f"{PREFIX}_event_processing_time_seconds",
+            "kafka_controller_controllereventmanager_eventqueueprocessingtimems",
             "EventQueueProcessingTimeMs: time an event ran on the queue",
             ["event"],
             registry=registry,
-            buckets=(0.00005, 0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5),
+            buckets=(0.05, *_MS_BUCKETS),
         )
         self.records_appended = Counter(
             f"{PREFIX}_records_appended",
@@ -147,21 +195,13 @@ class ControllerMetrics:
             ["type"],
             registry=registry,
         )
-        self.timed_out_heartbeats = Counter(
-            f"{PREFIX}_timed_out_broker_heartbeats",
-            "TimedOutBrokerHeartbeatCount: heartbeats not answered within half the heartbeat interval",
-            registry=registry,
-        )
+        self.timed_out_heartbeats = _Tally()
+        self.new_active_controllers = _Tally()
         self.snapshots = Counter(f"{PREFIX}_snapshots", "Metadata snapshots written", registry=registry)
         self.commit_batches = Counter(
             f"{PREFIX}_commit_fsyncs", "Group commits (one fsync each) of the metadata log", registry=registry
         )
-        self.new_active_controllers = Counter(
-            f"{PREFIX}_new_active_controllers",
-            "NewActiveControllersCount: times this controller became the active one",
-            registry=registry,
-        )
-        registry.register(_StatsCollector(stats))
+        registry.register(_StatsCollector(stats, self))
         self._event_children: dict[str, tuple[Any, Any]] = {}
 
     def observe_event(self, name: str, queued_s: float, ran_s: float) -> None:
@@ -170,8 +210,8 @@ class ControllerMetrics:
         if children is None:
             children = (self.event_queue_time.labels(name), self.event_processing_time.labels(name))
             self._event_children[name] = children
-        children[0].observe(queued_s)
-        children[1].observe(ran_s)
+        children[0].observe(queued_s * 1000)
+        children[1].observe(ran_s * 1000)
 
     def count_records(self, type_names: Iterable[str]) -> None:
         for name, n in Tally(type_names).items():

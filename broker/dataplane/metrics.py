@@ -1,11 +1,13 @@
-"""The data plane's gauges on /metrics, named after Kafka's ReplicaManager MBeans, read at scrape time:
+"""The data plane's gauges on /metrics, read at scrape time, under the JMX exporter's names for
+Kafka's ReplicaManager MBeans (docs/metrics.md):
 
-- `kraftpy_dataplane_leader_count` – LeaderCount;
-- `kraftpy_dataplane_partition_count` – PartitionCount (replicas this broker serves, leader or follower);
-- `kraftpy_dataplane_under_replicated_partitions` – UnderReplicatedPartitions (led here, ISR < replicas);
-- `kraftpy_dataplane_under_min_isr_partition_count` – UnderMinIsrPartitionCount;
-- `kraftpy_dataplane_at_min_isr_partition_count` – AtMinIsrPartitionCount;
-- `kraftpy_dataplane_produce_purgatory_size` – acks=all produces waiting for the high watermark.
+- `kafka_server_replicamanager_leadercount` – LeaderCount;
+- `kafka_server_replicamanager_partitioncount` – PartitionCount (replicas served, leader or follower);
+- `kafka_server_replicamanager_underreplicatedpartitions` – UnderReplicatedPartitions (led here, ISR < replicas);
+- `kafka_server_replicamanager_underminisrpartitioncount` – UnderMinIsrPartitionCount;
+- `kafka_server_replicamanager_atminisrpartitioncount` – AtMinIsrPartitionCount;
+- `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}` – acks=all
+  produces waiting for the high watermark.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from broker.dataplane.partition import Role
 if TYPE_CHECKING:
     from broker.dataplane.replica_manager import ReplicaManager
 
-PREFIX = "kraftpy_dataplane"
+RM = "kafka_server_replicamanager"
 
 
 class DataPlaneCollector(Collector):
@@ -48,26 +50,32 @@ class DataPlaneCollector(Collector):
             elif isr == min_isr:
                 at_min += 1
         for name, doc, value in (
-            ("leader_count", "LeaderCount: partitions led by this broker", leaders),
-            ("partition_count", "PartitionCount: replicas served here as leader or follower", serving),
-            ("under_replicated_partitions", "UnderReplicatedPartitions: led here with ISR < replicas", under),
+            (f"{RM}_leadercount", "LeaderCount: partitions led by this broker", leaders),
+            (f"{RM}_partitioncount", "PartitionCount: replicas served here as leader or follower", serving),
             (
-                "under_min_isr_partition_count",
+                f"{RM}_underreplicatedpartitions",
+                "UnderReplicatedPartitions: led here with ISR < replicas",
+                under,
+            ),
+            (
+                f"{RM}_underminisrpartitioncount",
                 "UnderMinIsrPartitionCount: led here with ISR < min.insync.replicas",
                 under_min,
             ),
             (
-                "at_min_isr_partition_count",
+                f"{RM}_atminisrpartitioncount",
                 "AtMinIsrPartitionCount: led here with ISR = min.insync.replicas",
                 at_min,
             ),
-            (
-                "produce_purgatory_size",
-                "acks=all produce requests waiting for the high watermark",
-                len(rm.purgatory),
-            ),
         ):
-            yield GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=value)
+            yield GaugeMetricFamily(name, doc, value=value)
+        purgatory = GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_purgatorysize",
+            "PurgatorySize: acks=all produce requests waiting for the high watermark",
+            labels=["delayedOperation"],
+        )
+        purgatory.add_metric(["Produce"], len(rm.purgatory))
+        yield purgatory
 
 
 def register(registry: CollectorRegistry, replicas: ReplicaManager) -> None:

@@ -1,5 +1,5 @@
 """The ZooKeeper-mode controller's gauges, under the KRaft controller's names (Kafka's
-KafkaController MBeans have the same names in both modes), read at scrape time.
+KafkaController MBeans have the same names in both modes, see controller.metrics), read at scrape time.
 
 Every broker exports them: 0 (and the cluster-wide counts 0) on brokers that are not controller, so
 that summing ActiveControllerCount over the cluster finds exactly one.
@@ -13,10 +13,9 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from controller.metrics import KC
 from controller.zk.core import ZkControllerCore
 from kraftpy.metadata.enums import ZkMigrationState
-
-PREFIX = "kraftpy_controller"
 
 
 class _Collector(Collector):
@@ -27,27 +26,27 @@ class _Collector(Collector):
         core = self._core()
         active = core is not None
         values = (
-            ("active_controller_count", "ActiveControllerCount: 1 on the active controller", int(active)),
+            (f"{KC}_activecontrollercount", "ActiveControllerCount: 1 on the active controller", int(active)),
             (
-                "offline_partitions_count",
+                f"{KC}_offlinepartitionscount",
                 "OfflinePartitionsCount: partitions without a leader",
                 core.offline_partition_count() if core else 0,
             ),
-            ("global_topic_count", "GlobalTopicCount", len(core.topics) if core else 0),
+            (f"{KC}_globaltopiccount", "GlobalTopicCount", len(core.topics) if core else 0),
             (
-                "global_partition_count",
+                f"{KC}_globalpartitioncount",
                 "GlobalPartitionCount",
                 sum(len(t.partitions) for t in core.topics.values()) if core else 0,
             ),
-            ("active_broker_count", "ActiveBrokerCount: live brokers", len(core.live) if core else 0),
+            (f"{KC}_activebrokercount", "ActiveBrokerCount: live brokers", len(core.live) if core else 0),
             (
-                "zk_migration_state",
+                f"{KC}_zkmigrationstate",
                 "ZkMigrationState: 4 (ZK) on a ZooKeeper-mode controller",
                 int(ZkMigrationState.ZK) if active else 0,
             ),
         )
         for name, doc, value in values:
-            yield GaugeMetricFamily(f"{PREFIX}_{name}", doc, value=float(value))
+            yield GaugeMetricFamily(name, doc, value=float(value))
 
 
 def register(registry: CollectorRegistry, core: Callable[[], ZkControllerCore | None]) -> None:

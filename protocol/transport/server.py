@@ -32,6 +32,7 @@ from prometheus_client import (
     Gauge,
     Histogram,
     ProcessCollector,
+    disable_created_metrics,
     generate_latest,
 )
 
@@ -76,21 +77,32 @@ DEFAULT_MAX_BODY = 104857600
 
 log = structlog.get_logger("protocol.transport")
 
+# A `_created` series per counter is prometheus_client's own addition: neither Kafka's JMX exporter
+# nor its dashboards have them.
+disable_created_metrics()
+
 
 class _RpcMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
+        # Kafka's RequestMetrics MBeans as the JMX exporter names them (docs/metrics.md).
         self.requests = Counter(
-            "kraftpy_rpc_requests",
-            "RPC requests served, by api and result error code name",
-            ["api", "error"],
+            "kafka_network_requestmetrics_requests",
+            "RequestsPerSec: requests served, by API",
+            ["request"],
+            registry=registry,
+        )
+        self.errors = Counter(
+            "kafka_network_requestmetrics_errors",
+            "ErrorsPerSec: requests served, by API and the error code name of the answer (NONE included)",
+            ["request", "error"],
             registry=registry,
         )
         self.latency = Histogram(
-            "kraftpy_rpc_request_seconds",
-            "Time from receiving an RPC body to sending its reply",
-            ["api"],
+            "kafka_network_requestmetrics_totaltimems",
+            "TotalTimeMs: from receiving a request body to sending its answer, in ms",
+            ["request"],
             registry=registry,
-            buckets=(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            buckets=(0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000),
         )
         self.loop_lag = Histogram(
             "kraftpy_event_loop_lag_seconds",
@@ -232,8 +244,9 @@ async def _rpc(request: web.Request) -> web.Response:
         return response
     finally:
         label = api if api in app[SPECS] else "unknown"
-        metrics.requests.labels(label, outcome.name).inc()
-        metrics.latency.labels(label).observe(time.perf_counter() - start)
+        metrics.requests.labels(label).inc()
+        metrics.errors.labels(label, outcome.name).inc()
+        metrics.latency.labels(label).observe((time.perf_counter() - start) * 1000)
 
 
 async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[web.Response, Errors]:

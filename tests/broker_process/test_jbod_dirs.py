@@ -167,9 +167,12 @@ def test_idle_dir_failure_is_reported_at_once_and_a_restart_keeps_its_replicas_o
     assert str(dirs[1]) in health["dirs"]["offline"]
     assert health["replicas"]["offline_replicas"] == 2
     metrics = node.metrics()
-    assert "kraftpy_broker_offline_log_directory_count 1.0" in metrics
-    assert "kraftpy_broker_offline_replica_count 2.0" in metrics
-    assert f'kraftpy_broker_log_directory_offline{{directory_id="{failed}",path="{dirs[1]}"}} 1.0' in metrics
+    assert "kafka_log_logmanager_offlinelogdirectorycount 1.0" in metrics
+    assert "kafka_server_replicamanager_offlinereplicacount 2.0" in metrics
+    assert (
+        f'kafka_log_logmanager_logdirectoryoffline{{directory_id="{failed}",logDirectory="{dirs[1]}"}} 1.0'
+        in metrics
+    )
 
     # Its files are closed, so the dead filesystem could be unmounted while the broker runs on.
     dead = real_disks.disk_set.get(f"b{B}d1")

@@ -82,8 +82,10 @@ def test_bad_dir_at_startup_is_offline_and_not_registered(cluster: Cluster, tmp_
     reg = cluster.image().cluster.brokers[B]
     assert sorted(reg.directories) == sorted([ids[0], ids[2]])
     metrics = cluster.brokers[B].metrics()
-    assert "kraftpy_broker_offline_log_directory_count 1.0" in metrics
-    assert f'kraftpy_broker_log_directory_offline{{directory_id="",path="{logs[1]}"}} 1.0' in metrics
+    assert "kafka_log_logmanager_offlinelogdirectorycount 1.0" in metrics
+    assert (
+        f'kafka_log_logmanager_logdirectoryoffline{{directory_id="",logDirectory="{logs[1]}"}} 1.0' in metrics
+    )
 
 
 def test_sigterm_runs_a_controlled_shutdown(cluster: Cluster, tmp_path: Path) -> None:

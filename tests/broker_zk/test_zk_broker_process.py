@@ -91,12 +91,12 @@ def test_the_controller_reports_kafkas_gauges(zk_cluster: ZkProcessCluster) -> N
     controller = zk_cluster.wait_controller()
     for b, node in zk_cluster.brokers.items():
         metrics = parse_metrics(node.metrics())
-        active = metrics["kraftpy_controller_active_controller_count"][0][1]
+        active = metrics["kafka_controller_kafkacontroller_activecontrollercount"][0][1]
         assert active == (1.0 if b == controller else 0.0)
         if b == controller:
-            assert metrics["kraftpy_controller_zk_migration_state"][0][1] == 4.0
-            assert metrics["kraftpy_controller_offline_partitions_count"][0][1] == 0.0
-        assert metrics["kraftpy_broker_offline_log_directory_count"][0][1] == 0.0
+            assert metrics["kafka_controller_kafkacontroller_zkmigrationstate"][0][1] == 4.0
+            assert metrics["kafka_controller_kafkacontroller_offlinepartitionscount"][0][1] == 0.0
+        assert metrics["kafka_log_logmanager_offlinelogdirectorycount"][0][1] == 0.0
 
 
 def test_zookeeper_unreachable_at_start_is_one_clear_line(tmp_path: Path) -> None:

@@ -498,10 +498,10 @@ async def test_metrics_page(controller_node: Callable[..., ControllerNode], clie
     await heartbeat(client, 2, reg.BrokerEpoch, 0, WantFence=True)
     status, text = get_json(f"{node.url}/metrics")
     assert status == 200 and isinstance(text, str)
-    assert "kraftpy_controller_active_controller_count 1.0" in text
-    assert "kraftpy_controller_fenced_broker_count 1.0" in text
+    assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in text
+    assert "kafka_controller_kafkacontroller_fencedbrokercount 1.0" in text
     assert 'kraftpy_controller_records_appended_total{type="RegisterBrokerRecord"} 1.0' in text
-    assert "kraftpy_controller_event_queue_time_seconds_bucket" in text
+    assert "kafka_controller_controllereventmanager_eventqueuetimems_bucket" in text
     assert "kraftpy_controller_high_watermark" in text
 
 

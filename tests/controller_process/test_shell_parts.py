@@ -82,9 +82,9 @@ def test_metrics_render_cluster_gauges() -> None:
     m = ControllerMetrics(reg, lambda: ControllerStats(active=True, fenced_brokers=2, offline_partitions=7))
     m.count_records(["PartitionChangeRecord", "PartitionChangeRecord", "NoOpRecord"])
     text = generate_latest(reg).decode()
-    assert "kraftpy_controller_active_controller_count 1.0" in text
-    assert "kraftpy_controller_fenced_broker_count 2.0" in text
-    assert "kraftpy_controller_offline_partitions_count 7.0" in text
+    assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in text
+    assert "kafka_controller_kafkacontroller_fencedbrokercount 2.0" in text
+    assert "kafka_controller_kafkacontroller_offlinepartitionscount 7.0" in text
     assert 'kraftpy_controller_records_appended_total{type="PartitionChangeRecord"} 2.0' in text
 
 

@@ -112,7 +112,10 @@ def test_follower_dir_failed(disk_cluster: tuple[DataCluster, dict[int, list[Any
         c.kraftpy("log-dirs", "describe", "--bootstrap-server", c.bootstrap, "--broker-list", str(follower))
     )
     dirs = {d["directoryId"]: d for d in doc["brokers"][0]["logDirs"]}
-    assert not dirs[dir_id]["online"] and dirs[dir_id]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
+    assert (
+        not dirs[dir_id]["online"]
+        and dirs[dir_id]["error"] == "org.apache.kafka.common.errors.KafkaStorageException"
+    )
     assert not dirs[dir_id]["partitions"]
     assert all(d["online"] and d["totalBytes"] > 0 for i, d in dirs.items() if i != dir_id)
 
@@ -321,7 +324,10 @@ def test_corrupt_data_on_the_leader_is_visible_not_silent(cluster: DataCluster) 
     assert any(
         f"offset {h.base_offset}" in reason and "CRC" in reason for reason in health["failed_partitions"]
     )
-    assert "kraftpy_broker_failed_partitions_count 1.0" in c.brokers[2].metrics()
+    assert (
+        'kafka_server_replicafetchermanager_failedpartitionscount{clientId="Replica"} 1.0'
+        in c.brokers[2].metrics()
+    )
 
     async def read() -> tuple[list[bytes], ClientError | None]:
         got: list[bytes] = []

@@ -388,10 +388,10 @@ async def test_gauges_on_the_metrics_registry(plane: tuple[DataPlane, Host]) -> 
     app = create_app({})
     dp.install(app)
     text = generate_latest(app[REGISTRY]).decode()
-    assert "kraftpy_dataplane_leader_count 2.0" in text
-    assert "kraftpy_dataplane_partition_count 2.0" in text
-    assert "kraftpy_dataplane_under_replicated_partitions 0.0" in text
-    assert "kraftpy_dataplane_under_min_isr_partition_count 1.0" in text  # t-1: ISR 1 < 2
+    assert "kafka_server_replicamanager_leadercount 2.0" in text
+    assert "kafka_server_replicamanager_partitioncount 2.0" in text
+    assert "kafka_server_replicamanager_underreplicatedpartitions 0.0" in text
+    assert "kafka_server_replicamanager_underminisrpartitioncount 1.0" in text  # t-1: ISR 1 < 2
     from protocol.transport import HANDLERS
 
     assert {"Produce", "Fetch", "ListOffsets", "Metadata", "DescribeLogDirs", "InitProducerId"} <= set(

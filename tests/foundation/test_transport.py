@@ -219,10 +219,16 @@ async def test_metrics_count_requests_per_api(server: tuple[web.Application, str
     await _post(f"{url}/rpc/BrokerHeartbeat", b"junk", "application/json")
     async with aiohttp.ClientSession() as s, s.get(f"{url}/metrics") as r:
         text = await r.text()
-    assert 'kraftpy_rpc_requests_total{api="BrokerHeartbeat",error="NONE"} 1.0' in text
-    assert 'kraftpy_rpc_requests_total{api="BrokerHeartbeat",error="STALE_BROKER_EPOCH"} 1.0' in text
-    assert 'kraftpy_rpc_requests_total{api="BrokerHeartbeat",error="INVALID_REQUEST"} 1.0' in text
-    assert 'kraftpy_rpc_request_seconds_count{api="BrokerHeartbeat"} 3.0' in text
+    assert 'kafka_network_requestmetrics_errors_total{error="NONE",request="BrokerHeartbeat"} 1.0' in text
+    assert (
+        'kafka_network_requestmetrics_errors_total{error="STALE_BROKER_EPOCH",request="BrokerHeartbeat"} 1.0'
+        in text
+    )
+    assert (
+        'kafka_network_requestmetrics_errors_total{error="INVALID_REQUEST",request="BrokerHeartbeat"} 1.0'
+        in text
+    )
+    assert 'kafka_network_requestmetrics_totaltimems_count{request="BrokerHeartbeat"} 3.0' in text
     assert app[REGISTRY] is not create_app()[REGISTRY]  # one registry per app/process
 
 

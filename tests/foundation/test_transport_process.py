@@ -139,7 +139,10 @@ async def test_real_process_refuses_bad_requests_and_keeps_serving(demo_server: 
             assert r.status == 200 and (await r.json())["status"] == "ok"
         async with s.get(f"{url}/metrics") as r:
             text = await r.text()
-    assert 'kraftpy_rpc_requests_total{api="BrokerHeartbeat",error="INVALID_REQUEST"} 2.0' in text
+    assert (
+        'kafka_network_requestmetrics_errors_total{error="INVALID_REQUEST",request="BrokerHeartbeat"} 2.0'
+        in text
+    )
     assert "process_cpu_seconds_total" in text
     # the unexpected exception's traceback is in the server's log, not in any reply
     assert "demo handler crashed on purpose" in log_path.read_text()

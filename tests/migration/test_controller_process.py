@@ -115,7 +115,7 @@ def test_a_migrating_quorum_waits_for_zookeeper_brokers_with_every_voter_ready(
         active_port = next(port for _, port, _ in nodes if health(port).get("active"))
         with urllib.request.urlopen(f"http://127.0.0.1:{active_port}/metrics", timeout=5) as r:
             metrics = parse_metrics(r.read().decode())
-        assert metrics["kraftpy_controller_zk_migration_state"][0][1] == 2.0
-        assert metrics["kraftpy_controller_migrating_zk_broker_count"][0][1] == 0.0
+        assert metrics["kafka_controller_kafkacontroller_zkmigrationstate"][0][1] == 2.0
+        assert metrics["kafka_controller_kafkacontroller_migratingzkbrokercount"][0][1] == 0.0
     finally:
         procs.stop_all()

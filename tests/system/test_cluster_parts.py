@@ -168,12 +168,14 @@ def test_ack_file_reading_ignores_a_line_being_written(tmp_path: Path) -> None:
 def test_parse_prometheus_text() -> None:
     text = (
         "# HELP x y\n"
-        "kraftpy_broker_offline_log_directory_count 1.0\n"
-        'kraftpy_broker_log_directory_offline{directory_id="a-b",path="/x/y, z"} 1.0\n'
+        "kafka_log_logmanager_offlinelogdirectorycount 1.0\n"
+        'kafka_log_logmanager_logdirectoryoffline{directory_id="a-b",logDirectory="/x/y, z"} 1.0\n'
     )
     m = parse_metrics(text)
-    assert m["kraftpy_broker_offline_log_directory_count"] == [({}, 1.0)]
-    assert m["kraftpy_broker_log_directory_offline"] == [({"directory_id": "a-b", "path": "/x/y, z"}, 1.0)]
+    assert m["kafka_log_logmanager_offlinelogdirectorycount"] == [({}, 1.0)]
+    assert m["kafka_log_logmanager_logdirectoryoffline"] == [
+        ({"directory_id": "a-b", "logDirectory": "/x/y, z"}, 1.0)
+    ]
 
 
 def _view(leader: int, isr: tuple[int, ...], offline: tuple[int, ...], dir_status: str) -> ClusterView:

@@ -84,8 +84,8 @@ def _image_view(image: Any) -> dict[str, list[tuple[int, int, tuple[int, ...], t
 def _failures(metrics_text: str) -> dict[str, float]:
     m = parse_metrics(metrics_text)
     return {
-        labels["api"]: value
-        for labels, value in m.get("kraftpy_rpc_requests_total", [])
+        labels["request"]: value
+        for labels, value in m.get("kafka_network_requestmetrics_errors_total", [])
         if labels.get("error") == "UNKNOWN_SERVER_ERROR" and value > 0
     }
 
@@ -95,11 +95,11 @@ def _slow_apis(metrics_text: str, over_s: float = 0.1) -> dict[str, int]:
     m = parse_metrics(metrics_text)
     total: dict[str, float] = {}
     fast: dict[str, float] = {}
-    for labels, value in m.get("kraftpy_rpc_request_seconds_bucket", []):
-        api = labels["api"]
+    for labels, value in m.get("kafka_network_requestmetrics_totaltimems_bucket", []):
+        api = labels["request"]
         if labels["le"] == "+Inf":
             total[api] = value
-        elif float(labels["le"]) == over_s:
+        elif float(labels["le"]) == over_s * 1000:
             fast[api] = value
     return {api: int(n - fast.get(api, 0)) for api, n in total.items() if n - fast.get(api, 0) > 0}
 
