@@ -103,6 +103,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("dir", type=int)
     p.set_defaults(func=_heal)
 
+    p = verbs.add_parser(
+        "prometheus-config",
+        parents=[common],
+        help="print a Prometheus configuration that scrapes this cluster",
+    )
+    p.add_argument("--interval", default="15s", help="scrape and rule evaluation interval (15s)")
+    p.set_defaults(func=_prometheus_config)
+
     for verb, text, func in (
         ("stop", "stop one node (SIGTERM: controlled shutdown or resignation)", _stop),
         ("start", "start one node and wait until it serves", _start),
@@ -192,6 +200,20 @@ def _print_view(cluster: LocalCluster, topics: list[str] | None) -> None:
     if not console.is_terminal:
         console = Console(width=160)
     console.print(render(cluster.view(), topics))
+
+
+def _prometheus_config(args: argparse.Namespace) -> int:
+    from tools.cluster.prometheus import scrape_config
+
+    cluster = _existing(args)
+    if cluster.client_netns:
+        # Node addresses are only reachable from inside the cluster's network namespace.
+        print(
+            f"run Prometheus inside the namespace: nsenter --net=/run/netns/{cluster.client_netns} -- prometheus ...",
+            file=sys.stderr,
+        )
+    print(scrape_config(list(cluster.state.nodes), interval=args.interval), end="")
+    return 0
 
 
 def _status(args: argparse.Namespace) -> int:
