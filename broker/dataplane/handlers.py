@@ -127,11 +127,20 @@ class DataPlaneHandlers:
         R = FetchResponse
         topics: dict[tuple[str, Uuid], list[FetchResponse.PartitionData]] = {}
         budget = req.MaxBytes
-        for (_, index, _, topic), r in zip(wanted, reads, strict=True):
+        stats, image = self.replicas.topic_stats, self._image()
+        out_meter = "replicationbytesout" if replica_id >= 0 else "bytesout"
+        for (key, index, _, topic), r in zip(wanted, reads, strict=True):
             records = r.records
             if records and budget <= 0:
                 records = b""  # over MaxBytes: the next fetch takes it
             budget -= len(records)
+            known = image.topics.get_topic(key)
+            name = known.name if known is not None else None
+            stats.mark("totalfetchrequests", name)
+            if r.error is not Errors.NONE:
+                stats.mark("failedfetchrequests", name)
+            if records:
+                stats.mark(out_meter, name, len(records))
             pd = R.PartitionData(
                 PartitionIndex=index,
                 ErrorCode=int(r.error),

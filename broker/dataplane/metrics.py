@@ -7,7 +7,8 @@ Kafka's ReplicaManager MBeans (docs/metrics.md):
 - `kafka_server_replicamanager_underminisrpartitioncount` – UnderMinIsrPartitionCount;
 - `kafka_server_replicamanager_atminisrpartitioncount` – AtMinIsrPartitionCount;
 - `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}` – acks=all
-  produces waiting for the high watermark.
+  produces waiting for the high watermark;
+- `kafka_server_brokertopicmetrics_*_total{topic}` – BrokerTopicMetrics (see topic_stats).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class DataPlaneCollector(Collector):
         )
         purgatory.add_metric(["Produce"], len(rm.purgatory))
         yield purgatory
+        yield from rm.topic_stats.collect()
 
 
 def register(registry: CollectorRegistry, replicas: ReplicaManager) -> None:

@@ -27,6 +27,7 @@ from broker.dataplane.metadata_response import min_insync_replicas
 from broker.dataplane.partition import Partition, Role
 from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
 from broker.dataplane.settings import ReplicaSettings
+from broker.dataplane.topic_stats import BrokerTopicStats
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
 from kraftpy.image import MetadataImage, TopicIdPartition
@@ -72,6 +73,7 @@ class ReplicaManager:
         self.listener_name = broker_listener_name(host.config)
         self.partitions: dict[PartitionKey, HostedPartition] = {}
         self.purgatory = ProducePurgatory()
+        self.topic_stats = BrokerTopicStats()
         self.fetch_waiters = FetchWaiters()
         self.checkpoints = HighWatermarkCheckpoints(host)
         self.alter_partition = AlterPartitionManager(host, self._isr_change_done)
@@ -370,6 +372,17 @@ class ReplicaManager:
         self, topic: str, partition: int, records: bytes | None, acks: int, timeout_ms: int
     ) -> AppendOutcome:
         """A producer's batch for one partition, answered as Kafka answers it for `acks`."""
+        outcome = await self._append(topic, partition, records, acks, timeout_ms)
+        # Per-topic series only for topics that exist, so that made-up names cannot grow them.
+        known = topic if outcome.error is not Errors.UNKNOWN_TOPIC_OR_PARTITION else None
+        self.topic_stats.mark("totalproducerequests", known)
+        if outcome.error is not Errors.NONE:
+            self.topic_stats.mark("failedproducerequests", known)
+        return outcome
+
+    async def _append(
+        self, topic: str, partition: int, records: bytes | None, acks: int, timeout_ms: int
+    ) -> AppendOutcome:
         resolved = self._resolve(topic, partition)
         if isinstance(resolved, Errors):
             return AppendOutcome(resolved)
@@ -390,6 +403,7 @@ class ReplicaManager:
             return AppendOutcome(e.code, message=e.message)
         if result.num_batches == 0:
             return AppendOutcome(Errors.NONE, -1, hp.state.log_start_offset)
+        self.topic_stats.produced(topic, len(records), result.last_offset - result.first_offset + 1)
         state = hp.state
         if state.is_leader and state.leader_epoch == epoch and state.leader_appended(result.last_offset + 1):
             self._complete_produces(hp)

@@ -415,3 +415,37 @@ async def test_partition_states_drive_the_replica_manager_without_an_image(
     await dp.replicas.apply([], [bumped.tp])
     assert (await produce(dp, batch([b"a"]), acks=1)).ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER
     assert (await produce(dp, batch([b"b"]), partition=1, acks=1)).ErrorCode == 0
+
+
+async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(plane: tuple[DataPlane, Host]) -> None:
+    from prometheus_client import generate_latest
+
+    from protocol.transport import REGISTRY, create_app
+
+    dp, _ = plane
+    app = create_app({})
+    dp.install(app)
+    data = batch([b"a", b"b"])
+    assert (await produce(dp, data, acks=1)).ErrorCode == 0
+    assert (await produce(dp, data, acks=1, topic="made-up")).ErrorCode == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    replicated = await fetch(dp, 0, replica=2, epoch=0)
+    await fetch(dp, 2, replica=2, epoch=0)
+    await fetch(dp, 2, replica=3, epoch=0)  # the high watermark reaches 2: consumers may read
+    consumed = await fetch(dp, 0)
+    assert consumed.Records and replicated.Records
+    text = generate_latest(app[REGISTRY]).decode()
+    m = "kafka_server_brokertopicmetrics"
+    for line in (
+        f'{m}_bytesin_total{{topic=""}} {float(len(data))}',
+        f'{m}_bytesin_total{{topic="t"}} {float(len(data))}',
+        f'{m}_messagesin_total{{topic="t"}} 2.0',
+        f'{m}_totalproducerequests_total{{topic=""}} 2.0',
+        f'{m}_totalproducerequests_total{{topic="t"}} 1.0',
+        f'{m}_failedproducerequests_total{{topic=""}} 1.0',
+        f'{m}_bytesout_total{{topic="t"}} {float(len(consumed.Records))}',
+        f'{m}_replicationbytesout_total{{topic="t"}} {float(len(replicated.Records))}',
+        f'{m}_totalfetchrequests_total{{topic="t"}} 4.0',
+    ):
+        assert line in text, line
+    # Names that are not topics never become series.
+    assert "made-up" not in text
