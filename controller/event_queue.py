@@ -101,15 +101,13 @@ class ControllerEventQueue:
         sink: RecordSink,
         clock_ms: Callable[[], int] = lambda: time.time_ns() // 1_000_000,
         on_fatal: Callable[[str, BaseException], None],
-        record_type_name: Callable[[Any], str] = lambda r: type(getattr(r, "message", r)).__name__,
         observe: Callable[[str, float, float], None] | None = None,
-        on_records: Callable[[Sequence[str]], None] | None = None,
+        on_records: Callable[[Sequence[Any]], None] | None = None,
     ) -> None:
         self._replay = replay
         self._sink = sink
         self._clock_ms = clock_ms
         self._on_fatal = on_fatal
-        self._type_name = record_type_name
         self._observe = observe
         self._on_records = on_records
         self._queue: asyncio.Queue[_Event[Any] | None] = asyncio.Queue()
@@ -290,7 +288,7 @@ class ControllerEventQueue:
                 )
             self._last_appended = last
             if self._on_records is not None:
-                self._on_records([self._type_name(r) for r in records])
+                self._on_records(records)
         self._deferred.add(self._last_appended, ev.future, result.response)
 
 

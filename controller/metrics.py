@@ -10,13 +10,16 @@ offsets) are read from a `ControllerStats` snapshot at scrape time, so nothing h
 from __future__ import annotations
 
 from collections import Counter as Tally
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
+
+from kraftpy.metadata.partition import LeaderRecoveryState
+from protocol.metadata_records import PartitionChangeRecord
 
 PREFIX = "kraftpy_controller"
 KC = "kafka_controller_kafkacontroller"
@@ -31,6 +34,7 @@ class ControllerStats:
     topics: int = 0
     partitions: int = 0
     offline_partitions: int = 0
+    preferred_imbalance: int = 0
     log_end_offset: int = 0
     high_watermark: int = 0
     log_start_offset: int = 0
@@ -60,6 +64,11 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
     ),
     (f"{KC}_globaltopiccount", "GlobalTopicCount", "topics"),
     (f"{KC}_globalpartitioncount", "GlobalPartitionCount", "partitions"),
+    (
+        f"{KC}_preferredreplicaimbalancecount",
+        "PreferredReplicaImbalanceCount: partitions not led by their preferred (first) replica",
+        "preferred_imbalance",
+    ),
     (
         f"{KC}_offlinepartitionscount",
         "OfflinePartitionsCount: partitions without a leader",
@@ -195,6 +204,11 @@ class ControllerMetrics:
             ["type"],
             registry=registry,
         )
+        self.unclean_leader_elections = Counter(
+            "kafka_controller_controllerstats_uncleanleaderelections",
+            "UncleanLeaderElectionsPerSec: leaders elected from outside the ISR",
+            registry=registry,
+        )
         self.timed_out_heartbeats = _Tally()
         self.new_active_controllers = _Tally()
         self.snapshots = Counter(f"{PREFIX}_snapshots", "Metadata snapshots written", registry=registry)
@@ -213,6 +227,17 @@ class ControllerMetrics:
         children[0].observe(queued_s * 1000)
         children[1].observe(ran_s * 1000)
 
-    def count_records(self, type_names: Iterable[str]) -> None:
-        for name, n in Tally(type_names).items():
+    def count_records(self, records: Sequence[Any]) -> None:
+        """Records the queue just appended (ApiMessageAndVersion)."""
+        messages = [getattr(r, "message", r) for r in records]
+        for name, n in Tally(type(m).__name__ for m in messages).items():
             self.records_appended.labels(name).inc(n)
+        # A leader elected from outside the ISR is the one change that sets LeaderRecoveryState RECOVERING.
+        unclean = sum(
+            1
+            for m in messages
+            if isinstance(m, PartitionChangeRecord)
+            and m.LeaderRecoveryState == LeaderRecoveryState.RECOVERING
+        )
+        if unclean:
+            self.unclean_leader_elections.inc(unclean)

@@ -78,6 +78,7 @@ class DataPlaneCollector(Collector):
         purgatory.add_metric(["Produce"], len(rm.purgatory))
         yield purgatory
         yield from rm.topic_stats.collect()
+        yield from rm.isr_stats.collect()
 
 
 def register(registry: CollectorRegistry, replicas: ReplicaManager) -> None:

@@ -27,7 +27,7 @@ from broker.dataplane.metadata_response import min_insync_replicas
 from broker.dataplane.partition import Partition, Role
 from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
 from broker.dataplane.settings import ReplicaSettings
-from broker.dataplane.topic_stats import BrokerTopicStats
+from broker.dataplane.topic_stats import BrokerTopicStats, IsrStats
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
 from kraftpy.image import MetadataImage, TopicIdPartition
@@ -74,6 +74,7 @@ class ReplicaManager:
         self.partitions: dict[PartitionKey, HostedPartition] = {}
         self.purgatory = ProducePurgatory()
         self.topic_stats = BrokerTopicStats()
+        self.isr_stats = IsrStats()
         self.fetch_waiters = FetchWaiters()
         self.checkpoints = HighWatermarkCheckpoints(host)
         self.alter_partition = AlterPartitionManager(host, self._isr_change_done)
@@ -311,10 +312,16 @@ class ReplicaManager:
             return
         if error is Errors.NONE and committed is not None:
             leader, leader_epoch, partition_epoch, isr = committed
+            before = len(hp.state.isr)
             if hp.state.isr_change_committed(leader, leader_epoch, partition_epoch, isr):
                 log.info("ISR changed", partition=str(hp.tp), isr=isr, partition_epoch=partition_epoch)
+                if len(isr) < before:
+                    self.isr_stats.shrinks += 1
+                elif len(isr) > before:
+                    self.isr_stats.expands += 1
                 self._after_isr_change(hp)
             return
+        self.isr_stats.failed_updates += 1
         log.info("ISR change not accepted", partition=str(hp.tp), error=error.name)
         hp.state.isr_change_failed(ineligible=error is Errors.INELIGIBLE_REPLICA)
 

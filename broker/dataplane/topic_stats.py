@@ -1,4 +1,5 @@
-"""Kafka's BrokerTopicMetrics meters (BytesInPerSec, MessagesInPerSec, ...), per topic and for all topics.
+"""Kafka's BrokerTopicMetrics meters (BytesInPerSec, MessagesInPerSec, ...), per topic and for all topics,
+and ReplicaManager's ISR meters (IsrShrinksPerSec, IsrExpandsPerSec, FailedIsrUpdatesPerSec).
 
 Kafka keeps one MBean per topic (`...,name=BytesInPerSec,topic=t`) and one without the tag for all
 topics; the JMX exporter turns both into `kafka_server_brokertopicmetrics_bytesin_total`, with and
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from prometheus_client.core import CounterMetricFamily
 
@@ -52,3 +54,26 @@ class BrokerTopicStats:
                 if topic:
                     family.add_metric([topic], counts[topic])
             yield family
+
+
+@dataclass
+class IsrStats:
+    """ISR changes this broker made as leader, as the controller committed or refused them."""
+
+    shrinks: int = 0
+    expands: int = 0
+    failed_updates: int = 0
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        rm = "kafka_server_replicamanager"
+        yield CounterMetricFamily(
+            f"{rm}_isrshrinks", "IsrShrinksPerSec: ISR shrinks committed", value=self.shrinks
+        )
+        yield CounterMetricFamily(
+            f"{rm}_isrexpands", "IsrExpandsPerSec: ISR expansions committed", value=self.expands
+        )
+        yield CounterMetricFamily(
+            f"{rm}_failedisrupdates",
+            "FailedIsrUpdatesPerSec: ISR changes the controller refused",
+            value=self.failed_updates,
+        )

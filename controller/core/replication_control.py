@@ -233,6 +233,13 @@ class ReplicationControlManager:
     def partition_count(self) -> int:
         return self._partition_count
 
+    def preferred_replica_imbalance_count(self) -> int:
+        """Partitions not led by their first replica, leaderless ones included (Kafka's
+        PreferredReplicaImbalanceCount). A scan: it is asked once per metrics scrape."""
+        return sum(
+            1 for t in self.topics.values() for p in t.partitions.values() if p.leader != p.replicas[0]
+        )
+
     def has_leaderships(self, broker_id: int, view: OperationView | None = None) -> bool:
         led = self._leaders.get(broker_id)
         if not led:

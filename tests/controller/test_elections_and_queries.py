@@ -106,3 +106,12 @@ def test_only_a_large_metadata_answer_is_marked_for_building_off_the_loop() -> N
     large = ctx.core.metadata_answer(MetadataRequest(Topics=many), 12)
     assert large.large
     assert {t.ErrorCode for t in large.build().Topics} == {Errors.UNKNOWN_TOPIC_OR_PARTITION}
+
+
+def test_preferred_replica_imbalance_counts_partitions_away_from_their_first_replica() -> None:
+    ctx = two_brokers()
+    ctx.create_topic("a", assignment=[[1, 2], [2, 1]])
+    imbalance = ctx.core.m.replication.preferred_replica_imbalance_count
+    assert [ctx.partition("a", p).leader for p in (0, 1)] == [1, 2] and imbalance() == 0
+    ctx.heartbeat(1, want_fence=True)
+    assert ctx.partition("a", 0).leader == 2 and imbalance() == 1

@@ -53,7 +53,6 @@ class Env:
             replay=lambda r, off: self.state.append((r, off)),
             sink=self.log,
             on_fatal=lambda msg, exc: self.fatal.append(msg),
-            record_type_name=str,
         )
         self.q.start()
 

@@ -79,9 +79,23 @@ def test_metrics_render_cluster_gauges() -> None:
     from controller.metrics import ControllerMetrics, ControllerStats
 
     reg = CollectorRegistry()
-    m = ControllerMetrics(reg, lambda: ControllerStats(active=True, fenced_brokers=2, offline_partitions=7))
-    m.count_records(["PartitionChangeRecord", "PartitionChangeRecord", "NoOpRecord"])
+    from protocol.metadata_records import NoOpRecord, PartitionChangeRecord
+    from protocol.uuid import Uuid
+
+    stats = ControllerStats(active=True, fenced_brokers=2, offline_partitions=7, preferred_imbalance=3)
+    m = ControllerMetrics(reg, lambda: stats)
+    t = Uuid.random()
+    m.count_records(
+        [
+            PartitionChangeRecord(PartitionId=0, TopicId=t, Leader=2),
+            # An unclean election: the new leader starts RECOVERING.
+            PartitionChangeRecord(PartitionId=1, TopicId=t, Leader=2, Isr=[2], LeaderRecoveryState=1),
+            NoOpRecord(),
+        ]
+    )
     text = generate_latest(reg).decode()
+    assert "kafka_controller_kafkacontroller_preferredreplicaimbalancecount 3.0" in text
+    assert "kafka_controller_controllerstats_uncleanleaderelections_total 1.0" in text
     assert "kafka_controller_kafkacontroller_activecontrollercount 1.0" in text
     assert "kafka_controller_kafkacontroller_fencedbrokercount 2.0" in text
     assert "kafka_controller_kafkacontroller_offlinepartitionscount 7.0" in text

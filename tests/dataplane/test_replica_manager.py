@@ -449,3 +449,23 @@ async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(plane
         assert line in text, line
     # Names that are not topics never become series.
     assert "made-up" not in text
+
+
+async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(plane: tuple[DataPlane, Host]) -> None:
+    from prometheus_client import generate_latest
+
+    from protocol.transport import REGISTRY, create_app
+
+    dp, _ = plane
+    app = create_app({})
+    dp.install(app)
+    rm = dp.replicas
+    # What the AlterPartition manager reports back for partition t-0 (led here, ISR 1,2,3).
+    rm._isr_change_done((TOPIC_ID, 0), Errors.NONE, (1, 0, 1, [1, 2]))
+    rm._isr_change_done((TOPIC_ID, 0), Errors.NONE, (1, 0, 2, [1, 2, 3]))
+    rm._isr_change_done((TOPIC_ID, 0), Errors.NONE, (1, 0, 1, [1]))  # older than the state: not applied
+    rm._isr_change_done((TOPIC_ID, 0), Errors.INVALID_UPDATE_VERSION, None)
+    text = generate_latest(app[REGISTRY]).decode()
+    assert "kafka_server_replicamanager_isrshrinks_total 1.0" in text
+    assert "kafka_server_replicamanager_isrexpands_total 1.0" in text
+    assert "kafka_server_replicamanager_failedisrupdates_total 1.0" in text
