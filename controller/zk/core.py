@@ -164,6 +164,16 @@ class ZkControllerCore:
             b for b in self.replicas(tp) if not self.is_replica_online(b, tp, include_shutting_down=True)
         )
 
+    def preferred_replica_imbalance_count(self) -> int:
+        """PreferredReplicaImbalanceCount: partitions not led by their first replica (leaderless included)."""
+        return sum(
+            1
+            for tp in self.partitions()
+            if tp[0] not in self.deleting
+            and (replicas := self.replicas(tp))
+            and ((st := self.states.get(tp)) is None or st.leader != replicas[0])
+        )
+
     def offline_partition_count(self) -> int:
         """OfflinePartitionsCount: partitions without a leader that can serve."""
         return sum(

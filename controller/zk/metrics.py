@@ -32,6 +32,11 @@ class _Collector(Collector):
                 "OfflinePartitionsCount: partitions without a leader",
                 core.offline_partition_count() if core else 0,
             ),
+            (
+                f"{KC}_preferredreplicaimbalancecount",
+                "PreferredReplicaImbalanceCount: partitions not led by their preferred (first) replica",
+                core.preferred_replica_imbalance_count() if core else 0,
+            ),
             (f"{KC}_globaltopiccount", "GlobalTopicCount", len(core.topics) if core else 0),
             (
                 f"{KC}_globalpartitioncount",

@@ -289,3 +289,10 @@ def test_a_replica_already_out_of_the_isr_is_published_offline() -> None:
     assert [w for w in result.writes] == []
     um = of(result, UpdateMetadataOut, 1)[0]
     assert {p.tp: p.offline_replicas for p in um.partitions} == {("t", 0): (2,)}
+
+
+def test_preferred_replica_imbalance_counts_partitions_away_from_their_first_replica() -> None:
+    core = cluster(1, 2, 3, topics={"t": {0: (1, 2, 3), 1: (2, 3, 1)}})
+    assert core.preferred_replica_imbalance_count() == 0
+    applied(core, core.on_broker_change(brokers(2, 3)))
+    assert core.states[("t", 0)].leader == 2 and core.preferred_replica_imbalance_count() == 1
