@@ -23,7 +23,7 @@ from tools.cluster.launcher import (
     zookeeper_available,
     zookeeper_command,
 )
-from tools.cluster.probe import ruok
+from tools.cluster.probe import zk_serving
 
 START_TIMEOUT_S = 30.0
 
@@ -59,7 +59,7 @@ class ZkServer:
         n = sum(1 for p in self.procs.started if p.name.startswith("zookeeper"))
         self.proc = self.procs.start(f"zookeeper-{n}", zookeeper_command(cfg))
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not ruok("127.0.0.1", self.port):
+        while not zk_serving("127.0.0.1", self.port):
             if not self.proc.alive:
                 raise AssertionError(f"ZooKeeper exited:\n{self.proc.log_tail(40)}")
             if time.monotonic() > deadline:

@@ -18,14 +18,18 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 
-def ruok(host: str, port: int, timeout: float = 1.0) -> bool:
-    """ZooKeeper's four-letter health word: a serving server answers `imok`."""
+def zk_serving(host: str, port: int, timeout: float = 1.0) -> bool:
+    """Whether ZooKeeper serves clients: its `srvr` answer starts with its version once it does.
+
+    Not `ruok`: that answers `imok` as soon as the port listens, while the server may still be loading
+    its database and dropping every session attempt ("ZooKeeperServer not running").
+    """
     import socket
 
     try:
         with socket.create_connection((host, port), timeout=timeout) as sock:
-            sock.sendall(b"ruok")
-            return sock.recv(16) == b"imok"
+            sock.sendall(b"srvr")
+            return sock.recv(64).startswith(b"Zookeeper version:")
     except OSError:
         return False
 
@@ -36,9 +40,9 @@ def fetch(url: str, timeout: float = 1.0) -> dict[str, Any]:
         return _metadata(url[len(METADATA_SCHEME) :], timeout)
     if url.startswith("zk://"):
         host, _, port = url[len("zk://") :].rpartition(":")
-        if ruok(host, int(port), timeout):
-            return {"status": 200, "body": {"status": "ok", "ruok": "imok"}, "error": None}
-        return {"status": None, "body": None, "error": "no imok answer to ruok"}
+        if zk_serving(host, int(port), timeout):
+            return {"status": 200, "body": {"status": "ok"}, "error": None}
+        return {"status": None, "body": None, "error": "not serving clients (no version in its srvr answer)"}
     try:
         with urllib.request.urlopen(url, timeout=timeout) as resp:
             status, raw = resp.status, resp.read()
