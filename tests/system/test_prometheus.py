@@ -70,6 +70,10 @@ def test_prometheus_scrapes_the_cluster_and_fires_on_a_failed_dir(tmp_path: Path
     cluster = LocalCluster.up(work, ClusterSpec(brokers=2, dirs=2), timeout=120)
     try:
         cluster.create_topic("watched", 4, 2)
+        bad = run_kraftpy(
+            "cluster", "prometheus-config", "--interval", "soon", "--work-dir", str(work), check=False
+        )
+        assert bad.returncode == 2 and "--interval must be a Prometheus duration" in bad.stderr
         config = tmp_path / "prometheus.yml"
         config.write_text(
             run_kraftpy("cluster", "prometheus-config", "--interval", "1s", "--work-dir", str(work)).stdout
@@ -94,10 +98,13 @@ def test_prometheus_scrapes_the_cluster_and_fires_on_a_failed_dir(tmp_path: Path
             return len(active) == nodes and all(t["health"] == "up" for t in active)
 
         _until("every node scraped", all_up)
-        # rate() needs two samples inside its window.
-        time.sleep(4)
-        empty = [q for q in _dashboard_queries() if not _api(base, "query", query=q)["result"]]
-        assert empty == [], f"dashboard queries without series: {empty}"
+
+        def without_series() -> list[str]:
+            return [q for q in _dashboard_queries() if not _api(base, "query", query=q)["result"]]
+
+        # rate() has series once two scrapes fall inside its window.
+        _until("every dashboard query to return series", lambda: not without_series())
+        assert without_series() == []
         assert (
             _api(base, "query", query="sum(kafka_controller_kafkacontroller_activecontrollercount)")[
                 "result"
