@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from broker.dataplane.partition import Role
@@ -78,7 +78,17 @@ class DataPlaneCollector(Collector):
         purgatory.add_metric(["Produce"], len(rm.purgatory))
         yield purgatory
         yield from rm.topic_stats.collect()
-        yield from rm.isr_stats.collect()
+        isr = rm.isr_stats
+        for name, doc, value in (
+            ("isrshrinks", "IsrShrinksPerSec: ISR shrinks committed", isr.shrinks),
+            ("isrexpands", "IsrExpandsPerSec: ISR expansions committed", isr.expands),
+            (
+                "failedisrupdates",
+                "FailedIsrUpdatesPerSec: ISR changes the controller refused",
+                isr.failed_updates,
+            ),
+        ):
+            yield CounterMetricFamily(f"{RM}_{name}", doc, value=value)
 
 
 def register(registry: CollectorRegistry, replicas: ReplicaManager) -> None:

@@ -1,5 +1,5 @@
 """Kafka's BrokerTopicMetrics meters (BytesInPerSec, MessagesInPerSec, ...), per topic and for all topics,
-and ReplicaManager's ISR meters (IsrShrinksPerSec, IsrExpandsPerSec, FailedIsrUpdatesPerSec).
+and the counts behind ReplicaManager's ISR meters (IsrShrinksPerSec, IsrExpandsPerSec, FailedIsrUpdatesPerSec).
 
 Kafka keeps one MBean per topic (`...,name=BytesInPerSec,topic=t`) and one without the tag for all
 topics; the JMX exporter turns both into `kafka_server_brokertopicmetrics_bytesin_total`, with and
@@ -63,17 +63,3 @@ class IsrStats:
     shrinks: int = 0
     expands: int = 0
     failed_updates: int = 0
-
-    def collect(self) -> Iterator[CounterMetricFamily]:
-        rm = "kafka_server_replicamanager"
-        yield CounterMetricFamily(
-            f"{rm}_isrshrinks", "IsrShrinksPerSec: ISR shrinks committed", value=self.shrinks
-        )
-        yield CounterMetricFamily(
-            f"{rm}_isrexpands", "IsrExpandsPerSec: ISR expansions committed", value=self.expands
-        )
-        yield CounterMetricFamily(
-            f"{rm}_failedisrupdates",
-            "FailedIsrUpdatesPerSec: ISR changes the controller refused",
-            value=self.failed_updates,
-        )
