@@ -203,8 +203,14 @@ def _print_view(cluster: LocalCluster, topics: list[str] | None) -> None:
 
 
 def _prometheus_config(args: argparse.Namespace) -> int:
+    import re
+
     from tools.cluster.prometheus import scrape_config
 
+    if not re.fullmatch(r"[1-9][0-9]*(ms|s|m|h)", args.interval):
+        raise UserError(
+            f"--interval must be a Prometheus duration such as 500ms, 15s or 1m, not '{args.interval}'"
+        )
     cluster = _existing(args)
     if cluster.client_netns:
         # Node addresses are only reachable from inside the cluster's network namespace.
