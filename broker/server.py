@@ -30,7 +30,7 @@ from broker.core.assignments import AssignmentsManager, ImageReplicaView
 from broker.core.controller_leader import ControllerLeader
 from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
 from broker.core.log_placement import LogPlacement
-from broker.dataplane import DataPlane
+from broker.dataplane import CLIENT_APIS, DataPlane
 from broker.dataplane_host import CONTROLLER_TIMEOUT_S, BrokerDataPlaneHost
 from broker.lifecycle_manager import BrokerLifecycleManager, registration_info
 from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
@@ -48,6 +48,7 @@ from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
 from protocol.transport import REGISTRY, create_app, start_server
+from protocol.transport.kafka_server import KafkaListener
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.server")
@@ -121,6 +122,8 @@ class BrokerServer(BrokerProcess):
         self.app: web.Application | None = None
         self.port: int | None = None
         self._runner: web.AppRunner | None = None
+        self.kafka_ports: dict[str, int] = {}
+        self._kafka_listeners: list[KafkaListener] = []
         self._client: ControllerChannel | None = None
         self._fetch_client: ControllerChannel | None = None
         self._local: LocalMetadataLog | None = None
@@ -296,16 +299,27 @@ class BrokerServer(BrokerProcess):
 
     async def _serve_http(self) -> None:
         cfg = self.cfg
-        controller_names = set(cfg.controller_listener_names or [])
-        own = [e for e in cfg.listener_list if e.name not in controller_names]
-        if not own:
+        endpoint = cfg.rpc_listener
+        if endpoint is None:
             raise StartupError(f"{cfg.source}: listeners has no broker listener (only controller listeners)")
-        endpoint = own[0]
         assert self.app is not None
         try:
             self._runner, self.port = await start_server(self.app, endpoint.host or "0.0.0.0", endpoint.port)
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
+        for spec in cfg.kafka_listeners:
+            listener = KafkaListener(
+                self.app,
+                spec.name,
+                CLIENT_APIS,
+                overrides=self.dataplane.listener_handlers(spec.name) if self.dataplane is not None else {},
+                max_request_bytes=cfg.socket_request_max_bytes,
+            )
+            try:
+                self.kafka_ports[spec.name] = await listener.start(spec.host, spec.port)
+            except OSError as e:
+                raise StartupError(f"cannot listen on {spec}: {e.strerror or e}") from None
+            self._kafka_listeners.append(listener)
 
     def _probed_dirs(self) -> list[LogDir]:
         out = list(self.log_dirs.values())
@@ -346,6 +360,8 @@ class BrokerServer(BrokerProcess):
             await self.log_manager.stop()
         if self._local is not None:
             await self._local.close()
+        for listener in self._kafka_listeners:
+            await listener.stop()
         if self._runner is not None:
             await self._runner.cleanup()
         for c in (self._client, self._fetch_client):

@@ -184,6 +184,9 @@ class KafkaConfig(BaseModel):
         alias="listener.security.protocol.map",
     )
     inter_broker_listener_name: Str | None = Field(None, alias="inter.broker.listener.name")
+    rpc_listener_name: Str = Field("RPC", alias="rpc.listener.name")
+    """kraftpy's own: the listener that serves the HTTP RPC (controller<->broker, broker<->broker,
+    /metrics, /healthz); every other broker listener speaks Kafka's protocol to clients."""
     broker_rack: Str | None = Field(None, alias="broker.rack")
 
     # -- log directories
@@ -258,7 +261,9 @@ class KafkaConfig(BaseModel):
     zookeeper_connection_timeout_ms: Int | None = Field(None, alias="zookeeper.connection.timeout.ms")
     controlled_shutdown_enable: Bool = Field(True, alias="controlled.shutdown.enable")
     controlled_shutdown_max_retries: Int = Field(3, alias="controlled.shutdown.max.retries", ge=0)
-    controlled_shutdown_retry_backoff_ms: Long = Field(5000, alias="controlled.shutdown.retry.backoff.ms", ge=0)
+    controlled_shutdown_retry_backoff_ms: Long = Field(
+        5000, alias="controlled.shutdown.retry.backoff.ms", ge=0
+    )
 
     # Every key from the file as given, known or not (Kafka's "originals").
     _originals: dict[str, str] = PrivateAttr(default_factory=dict)
@@ -396,14 +401,36 @@ class KafkaConfig(BaseModel):
                 return e
         raise ConfigError(f"{self._source}: no listener named {name} in listeners={self.listeners}")
 
+    @property
+    def rpc_listener(self) -> ListenerSpec | None:
+        """The broker listener serving the HTTP RPC: the one named rpc.listener.name or, in a config
+        that names none so, the first broker listener (configs from before Kafka's protocol was served,
+        where that listener is then HTTP only)."""
+        controller = set(self.controller_listener_names or [])
+        own = [e for e in self.listener_list if e.name not in controller]
+        named = [e for e in own if e.name == self.rpc_listener_name.upper()]
+        return named[0] if named else (own[0] if own else None)
+
+    @property
+    def kafka_listeners(self) -> list[ListenerSpec]:
+        """The broker listeners speaking Kafka's binary protocol: all but the controller's and the RPC one.
+        None when no listener carries rpc.listener.name's name (see rpc_listener)."""
+        controller = set(self.controller_listener_names or [])
+        rpc = self.rpc_listener_name.upper()
+        own = [e for e in self.listener_list if e.name not in controller]
+        if not any(e.name == rpc for e in own):
+            return []
+        return [e for e in own if e.name != rpc]
+
     def security_protocol(self, listener_name: str) -> int:
-        """SecurityProtocol id of a listener; controller listeners missing from the map are PLAINTEXT."""
+        """SecurityProtocol id of a listener; controller and RPC listeners missing from the map are PLAINTEXT."""
         mapping = dict(item.split(":", 1) for item in self.listener_security_protocol_map if ":" in item)
         proto = mapping.get(listener_name.upper())
         if proto is None:
             proto = (
                 "PLAINTEXT"
                 if listener_name in (self.controller_listener_names or [])
+                or listener_name.upper() == self.rpc_listener_name.upper()
                 else listener_name.upper()
             )
         if proto not in SECURITY_PROTOCOLS:
@@ -452,7 +479,9 @@ class KafkaConfig(BaseModel):
         """What a ZooKeeper-mode broker needs: a broker id (broker.id, or node.id as its synonym)."""
         src = self._source
         if not self.is_zk_mode:
-            raise ConfigError(f"{src}: zookeeper.connect is not set, or process.roles is: not a ZooKeeper-mode broker")
+            raise ConfigError(
+                f"{src}: zookeeper.connect is not set, or process.roles is: not a ZooKeeper-mode broker"
+            )
         if self.node_id < 0:
             raise ConfigError(f"{src}: broker.id must be set to a value >= 0 in ZooKeeper mode")
 

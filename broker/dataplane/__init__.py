@@ -22,6 +22,7 @@ from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
 from protocol.rpc.broker_fetch import FETCH_SPEC, broker_api_specs
+from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -30,7 +31,19 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("broker.dataplane")
 
-__all__ = ["ConfiguredLogDir", "DataPlane", "DataPlaneHost", "LocalLog", "broker_api_specs"]
+CLIENT_APIS = (
+    "Produce",
+    "Fetch",
+    "ListOffsets",
+    "Metadata",
+    "InitProducerId",
+    "CreateTopics",
+    "DeleteTopics",
+    "DescribeLogDirs",
+)
+"""What a broker serves to clients on its Kafka-protocol listeners (ApiVersions besides)."""
+
+__all__ = ["CLIENT_APIS", "ConfiguredLogDir", "DataPlane", "DataPlaneHost", "LocalLog", "broker_api_specs"]
 
 
 class DataPlane:
@@ -56,6 +69,16 @@ class DataPlane:
             "CreateTopics": a.create_topics,
             "DeleteTopics": a.delete_topics,
         }
+
+    def listener_handlers(self, listener: str) -> dict[str, Handler]:
+        """Handlers that answer differently per listener: Metadata lists the brokers' endpoints of
+        the listener it was asked on, as Kafka's does."""
+        a = self.api
+
+        async def metadata(req: MetadataRequest, version: int) -> MetadataResponse:
+            return await a.metadata(req, version, listener=listener)
+
+        return {"Metadata": metadata}
 
     def install(self, app: web.Application) -> None:
         """Serve the data plane's APIs on `app`; "Fetch" there becomes the broker's multi-partition fetch."""

@@ -154,7 +154,7 @@ class DataPlaneHandlers:
                 ),
                 CurrentLeader=(
                     LeaderIdAndEpoch(LeaderId=r.leader[0], LeaderEpoch=r.leader[1])
-                    if r.leader is not None
+                    if r.leader is not None and version >= 12
                     else None
                 ),
                 Records=records,
@@ -201,14 +201,17 @@ class DataPlaneHandlers:
 
     # ---- Metadata -------------------------------------------------------------------------------
 
-    async def metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
+    async def metadata(
+        self, req: MetadataRequest, version: int, listener: str | None = None
+    ) -> MetadataResponse:
+        """`listener`: whose endpoints the brokers are listed with (the inter-broker one by default)."""
         image = self._image()
         answer = functools.partial(
             metadata_response,
             image,
             req,
             version,
-            listener=self.replicas.listener_name or "",
+            listener=listener or self.replicas.listener_name or "",
             cluster_id=self.host.cluster_id,
             local_broker_id=self.host.node_id,
         )

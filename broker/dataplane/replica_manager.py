@@ -560,11 +560,8 @@ def broker_listener_name(cfg: object) -> str | None:
     name = getattr(cfg, "inter_broker_listener_name", None)
     if name:
         return str(name)
-    controller_names = set(getattr(cfg, "controller_listener_names", None) or ())
-    for ep in getattr(cfg, "listener_list", None) or ():
-        if ep.name not in controller_names:
-            return str(ep.name)
-    return None
+    rpc = getattr(cfg, "rpc_listener", None)
+    return str(rpc.name) if rpc is not None else None
 
 
 def _start_leader_epoch(log: PartitionLog, leader_epoch: int) -> tuple[int, int]:

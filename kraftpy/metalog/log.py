@@ -304,7 +304,9 @@ class MetadataLog:
             return None
         except (OSError, ValueError) as e:
             return {"path": str(path), "reason": f"unreadable {DAMAGE_MARKER}: {e}"}
-        return data if isinstance(data, dict) else {"path": str(path), "reason": f"unreadable {DAMAGE_MARKER}"}
+        return (
+            data if isinstance(data, dict) else {"path": str(path), "reason": f"unreadable {DAMAGE_MARKER}"}
+        )
 
     def settle_damage(self) -> None:
         """The cut records are not needed from this copy (other voters hold them): forget the damage."""

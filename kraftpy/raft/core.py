@@ -241,9 +241,7 @@ class RaftCore:
         # The LeaderChange record gives the leader a record of its own epoch to commit; until it is
         # committed, the high watermark cannot move (entries of older epochs are never counted alone).
         offset = self.view.end_offset
-        marker = (
-            self._leader_change(offset, self.epoch, granting) if self._leader_change else LEADER_CHANGE
-        )
+        marker = self._leader_change(offset, self.epoch, granting) if self._leader_change else LEADER_CHANGE
         self._append_local([(marker, True, 1)])
         self._unacked_begin = set(self._others())
         self._send_begin_quorum_epoch()

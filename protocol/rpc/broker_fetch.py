@@ -7,7 +7,8 @@ spec set (`RpcClient(url, specs=broker_api_specs())`). On the wire both are `POS
 with api key 1, as both are in Kafka; which one answers depends on the listener, as in Kafka.
 
 v12 is the first version with LastFetchedEpoch and DivergingEpoch (truncation on fetch, KIP-595's
-scheme used by brokers since 2.7); older versions are not served. Topics are named by Topic up to
+scheme used by brokers since 2.7): followers fetch at v12+. Consumers may use v4 (Kafka 4's
+baseline, the first with record batch v2 semantics) and up. Topics are named by Topic up to
 v12 and by TopicId from v13. Fetch sessions are not kept: SessionId is always 0 (a full fetch).
 """
 
@@ -48,10 +49,10 @@ class ReplicaStateData(RpcMessage):
 class FetchRequest(RpcMessage):
     class FetchPartition(RpcMessage):
         Partition: Int32 = 0
-        CurrentLeaderEpoch: Int32 = -1
+        CurrentLeaderEpoch: Annotated[Int32, versions("9+", ignorable=True)] = -1
         FetchOffset: Int64 = 0
-        LastFetchedEpoch: Int32 = -1
-        LogStartOffset: Int64 = -1
+        LastFetchedEpoch: Annotated[Int32, versions("12+", ignorable=False)] = -1
+        LogStartOffset: Annotated[Int64, versions("5+", ignorable=True)] = -1
         PartitionMaxBytes: Int32 = 1024 * 1024
         ReplicaDirectoryId: Annotated[Uuid, versions("17+", tagged="17+", tag=0, ignorable=True)] = _Uuid.ZERO
 
@@ -74,11 +75,11 @@ class FetchRequest(RpcMessage):
     MinBytes: Int32 = 1
     MaxBytes: Int32 = MAX_BYTES_DEFAULT
     IsolationLevel: Int8 = 0
-    SessionId: Int32 = 0
-    SessionEpoch: Int32 = -1
+    SessionId: Annotated[Int32, versions("7+", ignorable=True)] = 0
+    SessionEpoch: Annotated[Int32, versions("7+", ignorable=True)] = -1
     Topics: list[FetchTopic] = Field(default_factory=list)
-    ForgottenTopicsData: list[ForgottenTopic] = Field(default_factory=list)
-    RackId: str = ""
+    ForgottenTopicsData: Annotated[list[ForgottenTopic], versions("7+")] = Field(default_factory=list)
+    RackId: Annotated[str, versions("11+", ignorable=True)] = ""
 
     def replica_id(self, version: int) -> int:
         """The fetching replica (-1 for a consumer), wherever this version carries it."""
@@ -102,8 +103,8 @@ class FetchResponse(RpcMessage):
         PartitionIndex: Int32 = 0
         ErrorCode: Int16 = 0
         HighWatermark: Int64 = -1
-        LastStableOffset: Int64 = -1
-        LogStartOffset: Int64 = -1
+        LastStableOffset: Annotated[Int64, versions("4+", ignorable=True)] = -1
+        LogStartOffset: Annotated[Int64, versions("5+", ignorable=True)] = -1
         DivergingEpoch: Annotated[
             EpochEndOffset | None, versions("12+", nullable="12+", tagged="12+", tag=0)
         ] = None
@@ -116,7 +117,7 @@ class FetchResponse(RpcMessage):
         AbortedTransactions: Annotated[
             list[FetchResponse.AbortedTransaction] | None, versions("4+", nullable="4+")
         ] = None
-        PreferredReadReplica: Int32 = -1
+        PreferredReadReplica: Annotated[Int32, versions("11+")] = -1
         Records: Annotated[Bytes | None, versions("0+", nullable="0+")] = None
 
     class FetchableTopicResponse(RpcMessage):
@@ -131,8 +132,8 @@ class FetchResponse(RpcMessage):
         Rack: Annotated[str | None, versions("16+", nullable="16+")] = None
 
     ThrottleTimeMs: Int32 = 0
-    ErrorCode: Int16 = 0
-    SessionId: Int32 = 0
+    ErrorCode: Annotated[Int16, versions("7+", ignorable=True)] = 0
+    SessionId: Annotated[Int32, versions("7+")] = 0
     Responses: list[FetchableTopicResponse] = Field(default_factory=list)
     NodeEndpoints: Annotated[list[NodeEndpoint], versions("16+", tagged="16+", tag=0, ignorable=True)] = (
         Field(default_factory=list)
@@ -156,11 +157,12 @@ def _error_response(spec: ApiSpec, code: Errors) -> RpcMessage:
 FETCH_SPEC = ApiSpec(
     name="Fetch",
     api_key=1,
-    min_version=12,
+    min_version=4,
     max_version=17,
     request_model=FetchRequest,
     response_model=FetchResponse,
     error_response_factory=_error_response,
+    flexible_versions="12+",
 )
 
 

@@ -13,7 +13,7 @@ from pydantic import Field
 from protocol.errors import Errors
 from protocol.rpc.message import RpcMessage, versions
 from protocol.rpc.spec import ApiSpec
-from protocol.rpc.types import Int16, Int32, Uuid
+from protocol.rpc.types import Int8, Int16, Int32, Uuid
 from protocol.uuid import Uuid as _Uuid
 
 
@@ -39,19 +39,36 @@ class CreateTopicsRequest(RpcMessage):
 
 
 class CreateTopicsResponse(RpcMessage):
+    class CreatableTopicConfigs(RpcMessage):
+        Name: str = ""
+        Value: Annotated[str | None, versions("0+", nullable="0+")] = None
+        ReadOnly: bool = False
+        ConfigSource: Int8 = -1
+        IsSensitive: bool = False
+
     class CreatableTopicResult(RpcMessage):
         Name: str = ""
         TopicId: Annotated[Uuid, versions("7+", ignorable=True)] = _Uuid.ZERO
         ErrorCode: Int16 = 0
         ErrorMessage: Annotated[str | None, versions("1+", nullable="0+", ignorable=True)] = None
+        TopicConfigErrorCode: Annotated[Int16, versions("5+", tagged="5+", tag=0, ignorable=True)] = 0
         NumPartitions: Annotated[Int32, versions("5+", ignorable=True)] = -1
         ReplicationFactor: Annotated[Int16, versions("5+", ignorable=True)] = -1
+        Configs: Annotated[
+            list[CreateTopicsResponse.CreatableTopicConfigs] | None,
+            versions("5+", nullable="5+", ignorable=True),
+        ] = Field(default_factory=list)
 
     ThrottleTimeMs: Annotated[Int32, versions("2+")] = 0
     Topics: list[CreatableTopicResult] = Field(default_factory=list)
 
 
-for _model in (CreateTopicsRequest.CreatableTopic, CreateTopicsRequest, CreateTopicsResponse):
+for _model in (
+    CreateTopicsRequest.CreatableTopic,
+    CreateTopicsRequest,
+    CreateTopicsResponse.CreatableTopicResult,
+    CreateTopicsResponse,
+):
     _model.model_rebuild()
 
 
@@ -68,4 +85,5 @@ SPEC = ApiSpec(
     request_model=CreateTopicsRequest,
     response_model=CreateTopicsResponse,
     error_response_factory=_error_response,
+    flexible_versions="5+",
 )

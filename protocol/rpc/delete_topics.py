@@ -46,4 +46,5 @@ SPEC = ApiSpec(
     request_model=DeleteTopicsRequest,
     response_model=DeleteTopicsResponse,
     error_response_factory=_error_response,
+    flexible_versions="4+",
 )

@@ -44,4 +44,5 @@ SPEC = ApiSpec(
     max_version=1,
     request_model=DescribeClusterRequest,
     response_model=DescribeClusterResponse,
+    flexible_versions="0+",
 )

@@ -69,4 +69,5 @@ SPEC = ApiSpec(
     max_version=4,
     request_model=DescribeLogDirsRequest,
     response_model=DescribeLogDirsResponse,
+    flexible_versions="2+",
 )

@@ -30,4 +30,5 @@ SPEC = ApiSpec(
     max_version=5,
     request_model=InitProducerIdRequest,
     response_model=InitProducerIdResponse,
+    flexible_versions="2+",
 )

@@ -69,4 +69,5 @@ SPEC = ApiSpec(
     request_model=ListOffsetsRequest,
     response_model=ListOffsetsResponse,
     error_response_factory=_error_response,
+    flexible_versions="6+",
 )

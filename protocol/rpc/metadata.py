@@ -85,4 +85,5 @@ SPEC = ApiSpec(
     request_model=MetadataRequest,
     response_model=MetadataResponse,
     error_response_factory=_error_response,
+    flexible_versions="9+",
 )

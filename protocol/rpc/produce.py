@@ -96,4 +96,5 @@ SPEC = ApiSpec(
     request_model=ProduceRequest,
     response_model=ProduceResponse,
     error_response_factory=_error_response,
+    flexible_versions="9+",
 )

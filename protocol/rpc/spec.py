@@ -30,6 +30,9 @@ class ApiSpec:
     request_model: type[RpcMessage]
     response_model: type[RpcMessage]
     error_response_factory: Callable[[ApiSpec, Errors], RpcMessage] = field(default=_top_level_error)
+    flexible_versions: str = "none"
+    """Versions written with compact lengths and tagged fields in Kafka's binary protocol (its
+    `flexibleVersions`); the HTTP transport's msgpack/JSON bodies do not depend on it."""
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version

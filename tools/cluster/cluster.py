@@ -272,7 +272,9 @@ class LocalCluster:
             )
         if spec.base_port is not None and not spec.multi_host:
             try:
-                launcher.ports_from(spec.base_port, spec.brokers + spec.servers)
+                launcher.ports_from(
+                    spec.base_port, spec.brokers + spec.servers + (0 if spec.zookeeper else spec.brokers)
+                )
             except ValueError as e:
                 raise ClusterError(str(e)) from None
         if spec.multi_host:
@@ -295,7 +297,8 @@ class LocalCluster:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._remove_leftovers(say)
         prefix = f"kp{secrets.token_hex(3)}" if spec.multi_host else None
-        count = spec.brokers + spec.servers
+        # every node's RPC (or ZooKeeper) port, then each KRaft broker's Kafka-protocol port
+        count = spec.brokers + spec.servers + (0 if spec.zookeeper else spec.brokers)
         if spec.multi_host:
             ports = None
         elif spec.base_port is not None:

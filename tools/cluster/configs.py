@@ -13,6 +13,7 @@ from tools.cluster.spec import (
     BROKER_LISTENER,
     CONTROLLER_LISTENER,
     LOOPBACK,
+    RPC_LISTENER,
     ClusterSpec,
     NodePlan,
 )
@@ -50,15 +51,25 @@ def broker_props(
     metadata_dir: str | Path | None = None,
     rack: str | None = None,
     host: str = LOOPBACK,
+    kafka_port: int | None = None,
+    rpc_listener: str = RPC_LISTENER,
 ) -> dict[str, str]:
-    """A broker-only node serving PLAINTEXT://host:port with `log_dirs` (JBOD when more than one)."""
+    """A broker-only node with `log_dirs` (JBOD when more than one): the HTTP RPC on
+    `rpc_listener`://host:port and, with `kafka_port`, Kafka's protocol on PLAINTEXT://host:kafka_port."""
+    listeners = [f"{rpc_listener}://{host}:{port}"]
+    protocols = [f"{CONTROLLER_LISTENER}:PLAINTEXT", f"{rpc_listener}:PLAINTEXT"]
+    if kafka_port is not None:
+        listeners.append(f"{BROKER_LISTENER}://{host}:{kafka_port}")
+        protocols.append(f"{BROKER_LISTENER}:PLAINTEXT")
     props = {
         "process.roles": "broker",
         "node.id": str(node_id),
         "controller.quorum.voters": voters,
         "controller.listener.names": CONTROLLER_LISTENER,
-        "listeners": f"{BROKER_LISTENER}://{host}:{port}",
-        "inter.broker.listener.name": BROKER_LISTENER,
+        "listeners": ",".join(listeners),
+        "listener.security.protocol.map": ",".join(protocols),
+        "rpc.listener.name": rpc_listener,
+        "inter.broker.listener.name": rpc_listener,
         "log.dirs": ",".join(str(d) for d in log_dirs),
     }
     if metadata_dir is not None:
@@ -116,7 +127,9 @@ def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dic
     return props
 
 
-def broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[str, str]:
+def broker_properties(
+    node: NodePlan, voters: str, spec: ClusterSpec, rpc_listener: str = RPC_LISTENER
+) -> dict[str, str]:
     props = broker_props(
         node_id=node.node_id,
         port=node.port,
@@ -124,8 +137,9 @@ def broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[st
         voters=voters,
         metadata_dir=node.metadata_dir,
         host=node.host,
+        kafka_port=node.kafka_port,
+        rpc_listener=rpc_listener,
     )
-    props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT,{BROKER_LISTENER}:PLAINTEXT"
     props["num.partitions"] = "3"
     props["default.replication.factor"] = str(min(3, spec.brokers))
     props["min.insync.replicas"] = str(min(2, spec.brokers))
@@ -208,8 +222,9 @@ def migrated_broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -
     """A broker born in ZooKeeper mode restarted as a KRaft broker: node.id = its broker.id, the same
     listener and log dirs. No metadata.log.dir: its log dirs are the ones it formatted (meta.properties
     written in ZooKeeper mode), and a KRaft broker refuses an unformatted metadata dir, so the
-    metadata log stays in the first log dir as in Kafka's migration guide."""
-    props = broker_properties(node, voters, spec)
+    metadata log stays in the first log dir as in Kafka's migration guide. The HTTP RPC stays on the
+    listener named PLAINTEXT: brokers still in ZooKeeper mode reach it by that name."""
+    props = broker_properties(node, voters, spec, rpc_listener=BROKER_LISTENER)
     del props["metadata.log.dir"]
     return props
 

@@ -27,13 +27,17 @@ CONTROLLER_ID = 3000
 MAX_CONTROLLERS = 9
 CONTROLLER_LISTENER = "CONTROLLER"
 BROKER_LISTENER = "PLAINTEXT"
+"""A KRaft broker's Kafka-protocol listener; in ZooKeeper mode, the broker's only (HTTP) listener."""
+RPC_LISTENER = "RPC"
+"""A KRaft broker's HTTP RPC listener (rpc.listener.name)."""
 LOOPBACK = "127.0.0.1"
 # Multi-host mode: every node has its own address, so every node can use the usual port.
 SUBNET = "10.200.0.0/24"
 SUBNET_PREFIX = "10.200.0."
 HOST_OFFSET = 10
 CONTROLLER_PORT = 9093
-BROKER_PORT = 9092
+BROKER_PORT = 9091
+KAFKA_PORT = 9092
 ZOOKEEPER_PORT = 2181
 ZOOKEEPER_NODE = "zookeeper"
 DEFAULT_WORK_DIR = Path("work") / "cluster"
@@ -151,6 +155,7 @@ class NodePlan:
     netns: str | None = None
     host_index: int = 0  # 1-based index of the node's namespace (multi-host), its switch port p<index>
     metadata_disk: DirPlan | None = None  # the disk under metadata_dir, when it has one
+    kafka_port: int | None = None  # a KRaft broker's Kafka-protocol listener (PLAINTEXT)
 
     @property
     def url(self) -> str:
@@ -162,12 +167,20 @@ class NodePlan:
     def listener(self) -> str:
         if self.role == "zookeeper":
             return f"{self.host}:{self.port}"
-        name = CONTROLLER_LISTENER if self.role == "controller" else BROKER_LISTENER
-        return f"{name}://{self.host}:{self.port}"
+        if self.role == "controller":
+            return f"{CONTROLLER_LISTENER}://{self.host}:{self.port}"
+        if self.kafka_port is None:
+            return f"{BROKER_LISTENER}://{self.host}:{self.port}"
+        return f"{RPC_LISTENER}://{self.host}:{self.port},{BROKER_LISTENER}://{self.host}:{self.kafka_port}"
 
     @property
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
+
+    @property
+    def kafka_bootstrap(self) -> str | None:
+        """host:port of the broker's Kafka-protocol listener, for Kafka's clients and tools."""
+        return f"{self.host}:{self.kafka_port}" if self.kafka_port is not None else None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -183,6 +196,7 @@ class NodePlan:
             "netns": self.netns,
             "host_index": self.host_index,
             "metadata_disk": _dir_json(self.metadata_disk) if self.metadata_disk else None,
+            "kafka_port": self.kafka_port,
         }
 
     @classmethod
@@ -200,6 +214,7 @@ class NodePlan:
             netns=d.get("netns"),  # type: ignore[arg-type]
             host_index=int(d.get("host_index") or 0),  # type: ignore[call-overload]
             metadata_disk=DirPlan(**d["metadata_disk"]) if d.get("metadata_disk") else None,  # type: ignore[arg-type]
+            kafka_port=d.get("kafka_port"),  # type: ignore[arg-type]
         )
 
 
@@ -224,7 +239,7 @@ def plan_nodes(
     netns_prefix: str | None = None,
 ) -> list[NodePlan]:
     """Controllers 3000.. first, then brokers 1..N. Local mode takes `ports` (one per node, controllers
-    first); multi-host mode gives the i-th node the address 10.200.0.(10+i) in namespace `<prefix>-n<i>`."""
+    first, then, when given, one per KRaft broker for its Kafka-protocol listener); multi-host mode gives the i-th node the address 10.200.0.(10+i) in namespace `<prefix>-n<i>`."""
     work_dir = Path(os.path.abspath(work_dir))
     count = spec.brokers + spec.servers
     if spec.multi_host:
@@ -275,6 +290,12 @@ def plan_nodes(
         )
     for b in range(1, spec.brokers + 1):
         host, port, ns = addr(spec.servers + b - 1, BROKER_PORT)
+        kafka_port = None
+        if not spec.zookeeper:
+            if spec.multi_host:
+                kafka_port = KAFKA_PORT
+            elif ports is not None and len(ports) >= count + b:
+                kafka_port = ports[count + b - 1]
         name = f"broker-{b}"
         base = work_dir / name
         dirs = []
@@ -311,6 +332,7 @@ def plan_nodes(
                 netns=ns,
                 host_index=spec.servers + b,
                 metadata_disk=meta_disk,
+                kafka_port=kafka_port,
             )
         )
     return nodes

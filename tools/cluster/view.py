@@ -35,6 +35,7 @@ class NodeView:
     epoch: int = -1
     online_dirs: int = 0
     dirs: int = 0
+    bootstrap: str | None = None  # a KRaft broker's Kafka-protocol address, for Kafka's clients
 
 
 @dataclass(frozen=True)
@@ -186,6 +187,7 @@ def build_view(
             epoch=reg.epoch if reg is not None else -1,
             online_dirs=online,
             dirs=len(n.log_dirs),
+            bootstrap=n.kafka_bootstrap,
         )
 
     # In ZooKeeper mode the ZooKeeper server stands where the controllers do.

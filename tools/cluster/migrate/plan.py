@@ -201,7 +201,9 @@ def check_rollback(st: ClusterState, running: Collection[str]) -> None:
         )
     for n in st.nodes:
         if n.role != "controller" and n.name not in running:
-            raise MigrationError(f"{n.name} is not running; start it first (`kraftpy cluster start {n.node_id}`)")
+            raise MigrationError(
+                f"{n.name} is not running; start it first (`kraftpy cluster start {n.node_id}`)"
+            )
 
 
 def without_controllers(st: ClusterState) -> ClusterState:
