@@ -588,8 +588,8 @@ class _Gen:
                 i += 1
         if self.flexible:
             self._write_tags_section(struct_cls, tagged)
-        if not fields and not self.flexible:
-            src.add(1, "pass")
+        if not self.flexible:
+            src.add(1, "pass")  # a version may have none of the struct's fields (ApiVersionsRequest v0)
 
     def _write_tags_section(self, struct_cls: type[Struct], tagged: list[Field]) -> None:
         """Each set tagged field is encoded into its own buffer (its size comes first on the wire);
