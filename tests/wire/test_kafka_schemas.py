@@ -100,13 +100,13 @@ def sample(fields: tuple[Field, ...], version: int) -> dict[str, Any]:
 
 def _kafka_python_class(name: str) -> Any:
     pytest.importorskip("kafka", reason="kafka-python is not installed")
-    import kafka.protocol.admin.cluster  # noqa: F401
-    import kafka.protocol.admin.topics  # noqa: F401
-    import kafka.protocol.consumer.fetch  # noqa: F401
-    import kafka.protocol.consumer.offsets  # noqa: F401
-    import kafka.protocol.metadata.api_versions  # noqa: F401
-    import kafka.protocol.metadata.metadata  # noqa: F401
-    import kafka.protocol.producer.produce  # noqa: F401
+    import kafka.protocol.admin.cluster
+    import kafka.protocol.admin.topics
+    import kafka.protocol.consumer.fetch
+    import kafka.protocol.consumer.offsets
+    import kafka.protocol.metadata.api_versions
+    import kafka.protocol.metadata.metadata
+    import kafka.protocol.producer.produce
     import kafka.protocol.producer.transaction  # noqa: F401
     from kafka.protocol.api_message import ApiMessage
 
