@@ -189,6 +189,14 @@ class KafkaConfig(BaseModel):
     /metrics, /healthz); every other broker listener speaks Kafka's protocol to clients."""
     broker_rack: Str | None = Field(None, alias="broker.rack")
 
+    # -- the group coordinator (GroupCoordinatorConfig, OffsetConfig)
+    offsets_topic_num_partitions: Int = Field(50, alias="offsets.topic.num.partitions", ge=1)
+    offsets_topic_replication_factor: Int = Field(3, alias="offsets.topic.replication.factor", ge=1)
+    group_min_session_timeout_ms: Int = Field(6000, alias="group.min.session.timeout.ms", ge=0)
+    group_max_session_timeout_ms: Int = Field(1800000, alias="group.max.session.timeout.ms", ge=0)
+    group_initial_rebalance_delay_ms: Int = Field(3000, alias="group.initial.rebalance.delay.ms", ge=0)
+    offset_metadata_max_bytes: Int = Field(4096, alias="offset.metadata.max.bytes", ge=0)
+
     # -- log directories
     log_dirs: Str | None = Field(None, alias="log.dirs")
     log_dir: Str = Field("/tmp/kafka-logs", alias="log.dir")

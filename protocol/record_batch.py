@@ -471,6 +471,12 @@ def _kraft_batch(
     return _frame(base_offset, leader_epoch, fields, _simple_records(values))
 
 
+def build_data_batch(values: Sequence[tuple[bytes | None, bytes]], timestamp_ms: int) -> bytes:
+    """A batch of plain records (no producer id, offsets from 0), as a broker writes to its own
+    internal topics; the leader's append gives it its offsets and epoch."""
+    return _kraft_batch(0, NO_PARTITION_LEADER_EPOCH, timestamp_ms, 0, values)
+
+
 def build_metadata_batch(
     base_offset: int,
     leader_epoch: int,

@@ -24,7 +24,9 @@ def imported_packages(folder: str) -> dict[str, set[str]]:
 
 
 def test_protocol_imports_nothing_of_ours() -> None:
-    offenders = {f: sorted(p - {"protocol"}) for f, p in imported_packages("protocol").items() if p - {"protocol"}}
+    offenders = {
+        f: sorted(p - {"protocol"}) for f, p in imported_packages("protocol").items() if p - {"protocol"}
+    }
     assert offenders == {}
 
 

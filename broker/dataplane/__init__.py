@@ -8,6 +8,7 @@ and forwards CreateTopics / DeleteTopics to the controller.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -18,6 +19,8 @@ from broker.dataplane.handlers import DataPlaneHandlers
 from broker.dataplane.host import ConfiguredLogDir, DataPlaneHost, LocalLog
 from broker.dataplane.producer_ids import ProducerIdManager
 from broker.dataplane.replica_manager import ReplicaManager
+from broker.groups.coordinator import GroupConfig
+from broker.groups.service import GroupService
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
@@ -31,6 +34,25 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("broker.dataplane")
 
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+def group_config(cfg: object) -> GroupConfig:
+    """The group coordinator's settings from a broker's config (Kafka's defaults where it has none)."""
+    d = GroupConfig()
+    return GroupConfig(
+        offsets_topic_partitions=getattr(cfg, "offsets_topic_num_partitions", d.offsets_topic_partitions),
+        min_session_timeout_ms=getattr(cfg, "group_min_session_timeout_ms", d.min_session_timeout_ms),
+        max_session_timeout_ms=getattr(cfg, "group_max_session_timeout_ms", d.max_session_timeout_ms),
+        initial_rebalance_delay_ms=getattr(
+            cfg, "group_initial_rebalance_delay_ms", d.initial_rebalance_delay_ms
+        ),
+        max_metadata_bytes=getattr(cfg, "offset_metadata_max_bytes", d.max_metadata_bytes),
+    )
+
+
 CLIENT_APIS = (
     "Produce",
     "Fetch",
@@ -40,6 +62,15 @@ CLIENT_APIS = (
     "CreateTopics",
     "DeleteTopics",
     "DescribeLogDirs",
+    "FindCoordinator",
+    "JoinGroup",
+    "SyncGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "OffsetCommit",
+    "OffsetFetch",
+    "ListGroups",
+    "DescribeGroups",
 )
 """What a broker serves to clients on its Kafka-protocol listeners (ApiVersions besides)."""
 
@@ -52,6 +83,14 @@ class DataPlane:
         self.replicas = ReplicaManager(host)
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.api = DataPlaneHandlers(self.replicas, self.producer_ids)
+        self.groups = GroupService(
+            self.replicas,
+            host.node_id,
+            group_config(getattr(host, "config", None)),
+            getattr(getattr(host, "config", None), "offsets_topic_replication_factor", 3),
+            self.api.create_topics,
+            now_ms=_now_ms,
+        )
         # Metadata and log changes reach the replica manager in the order they happened, one at a
         # time: an older image applied after a newer one would move a partition back.
         self._updates: asyncio.Queue[Callable[[], Awaitable[None]]] = asyncio.Queue()
@@ -68,6 +107,7 @@ class DataPlane:
             "InitProducerId": a.init_producer_id,
             "CreateTopics": a.create_topics,
             "DeleteTopics": a.delete_topics,
+            **self.groups.handlers(),
         }
 
     def listener_handlers(self, listener: str) -> dict[str, Handler]:
@@ -93,6 +133,7 @@ class DataPlane:
 
     async def start(self) -> None:
         await self.replicas.start()
+        self.groups.start()
         self._worker = asyncio.create_task(self._apply_updates(), name="dataplane-metadata")
 
     async def stop(self) -> None:
@@ -100,6 +141,7 @@ class DataPlane:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
             self._worker = None
+        await self.groups.stop()
         await self.replicas.stop()
         close = getattr(self.host, "close", None)
         if close is not None:
@@ -111,6 +153,7 @@ class DataPlane:
         """Apply `image` in full: every partition it places here, and no other."""
         self.replicas.update_metadata(image)
         await self.replicas.apply(local_partition_states(image, self.host.node_id), full=True)
+        self.groups.on_image(image)
 
     def publish_soon(
         self,
@@ -126,6 +169,7 @@ class DataPlane:
             self.replicas.update_metadata(image)
             if full or states or deleted:
                 await self.replicas.apply(states, deleted, full=full)
+            self.groups.on_image(image)
 
         self._updates.put_nowait(apply)
 

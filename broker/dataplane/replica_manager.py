@@ -375,6 +375,14 @@ class ReplicaManager:
             return Errors.NOT_LEADER_OR_FOLLOWER
         return hp
 
+    def leader_offsets(self, topic: str, partition: int) -> tuple[int, int, int] | None:
+        """(leader epoch, log end offset, high watermark) while this broker leads the partition."""
+        resolved = self._resolve(topic, partition)
+        if isinstance(resolved, Errors) or not resolved.state.is_leader:
+            return None
+        st = resolved.state
+        return st.leader_epoch, st.log_end_offset, st.high_watermark
+
     async def append(
         self, topic: str, partition: int, records: bytes | None, acks: int, timeout_ms: int
     ) -> AppendOutcome:

@@ -30,6 +30,7 @@ from protocol.errors import Errors, KafkaError
 from protocol.rpc.api_versions import SPEC as API_VERSIONS_SPEC
 from protocol.rpc.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.rpc.message import RpcMessage
+from protocol.transport.context import REQUEST_CONTEXT, RequestContext
 from protocol.transport.server import DEFAULT_MAX_BODY, HANDLERS, METRICS, SPECS, Handler
 from protocol.wire.codec import (
     API_VERSIONS_KEY,
@@ -183,7 +184,7 @@ class KafkaListener:
                 )
                 return None
             try:
-                _header, pos = read_request_header(frame, api.flexible(version))
+                header, pos = read_request_header(frame, api.flexible(version))
                 req = api.decode_request(frame, pos, version)
             except (FrameError, KafkaError) as e:
                 outcome = Errors.INVALID_REQUEST
@@ -196,6 +197,8 @@ class KafkaListener:
                     reason=str(e),
                 )
                 return None
+            host = peer[0] if isinstance(peer, tuple) else str(peer)
+            REQUEST_CONTEXT.set(RequestContext(self.name, header.client_id or "", f"/{host}"))
             resp, outcome = await self._handle(name, api, req, version)
             return self._frame(api, resp, version, correlation)
         finally:
@@ -221,15 +224,17 @@ class KafkaListener:
             code = Errors.UNKNOWN_SERVER_ERROR
             return api.spec.error_response(code), code
 
-    def _frame(self, api: WireApi, resp: RpcMessage, version: int, correlation: int) -> bytes:
-        out = bytearray(4)
-        out += response_header(correlation, api.response_header_flexible(version))
-        try:
-            api.encode_response(resp, version, out)
-        except KafkaError:
-            log.exception("kafka response not encodable", api=api.spec.name, api_version=version)
-            del out[4:]
+    def _frame(self, api: WireApi, resp: RpcMessage, version: int, correlation: int) -> bytes | None:
+        """The response frame; None (close the connection, as Kafka does on a failed send) when
+        not even the API's error answer can be written at this version."""
+        for attempt in (resp, api.spec.error_response(Errors.UNKNOWN_SERVER_ERROR)):
+            out = bytearray(4)
             out += response_header(correlation, api.response_header_flexible(version))
-            api.encode_response(api.spec.error_response(Errors.UNKNOWN_SERVER_ERROR), version, out)
-        _SIZE.pack_into(out, 0, len(out) - 4)
-        return bytes(out)
+            try:
+                api.encode_response(attempt, version, out)
+            except KafkaError:
+                log.exception("kafka response not encodable", api=api.spec.name, api_version=version)
+                continue
+            _SIZE.pack_into(out, 0, len(out) - 4)
+            return bytes(out)
+        return None

@@ -32,7 +32,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     scratch = tmp_path_factory.mktemp("spark")
     session = (
-        SparkSession.builder.master("local[2]").appName("kraftpy-tests")
+        SparkSession.builder.master("local[2]")
+        .appName("kraftpy-tests")
         .config("spark.driver.host", "127.0.0.1")
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.ui.enabled", "false")

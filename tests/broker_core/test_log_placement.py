@@ -162,7 +162,9 @@ def test_a_log_without_partition_metadata_beside_one_with_it_is_the_stray() -> N
         without = next(f for f in logs if f.topic_id is None)
         assert inv.strays == [without]
         assert inv.partitions[(A, 0)].current == next(f for f in logs if f.topic_id is not None)
-    assert classify([found(D1, 0), found(D2, 0, LogKind.FUTURE, topic_id=None)]).strays[0].kind is LogKind.FUTURE
+    assert (
+        classify([found(D1, 0), found(D2, 0, LogKind.FUTURE, topic_id=None)]).strays[0].kind is LogKind.FUTURE
+    )
 
 
 def test_logs_the_metadata_does_not_want_are_strays_and_recreated_topics_start_fresh() -> None:

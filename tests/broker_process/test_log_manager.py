@@ -140,7 +140,9 @@ async def test_dir_failure_takes_partitions_offline_and_closes_their_files(rig: 
 
 async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Path) -> None:
     def prepare(paths: list[Path]) -> None:
-        (paths[0] / "a-0").mkdir()  # no partition.metadata (field bug 20): adopted, the metadata places it here
+        (
+            paths[0] / "a-0"
+        ).mkdir()  # no partition.metadata (field bug 20): adopted, the metadata places it here
         (paths[0] / "b-1").mkdir()  # no partition.metadata, and nothing places it here: a stray
         (paths[1] / "old-3").mkdir()  # a topic the metadata does not know
         write_partition_metadata(paths[1] / "old-3", Uuid.from_longs(5, 5))

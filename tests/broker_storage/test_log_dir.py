@@ -159,7 +159,9 @@ async def test_a_call_made_just_after_a_pause_is_not_a_stall(log_dir: LogDir, fa
     assert log_dir.online and failures.calls == []
 
 
-async def test_a_call_queued_behind_a_hung_call_fails_with_the_dir(log_dir: LogDir, failures: Failures) -> None:
+async def test_a_call_queued_behind_a_hung_call_fails_with_the_dir(
+    log_dir: LogDir, failures: Failures
+) -> None:
     release = threading.Event()
     hung = asyncio.ensure_future(log_dir.run(release.wait, timeout=60))
     await asyncio.sleep(0.05)

@@ -155,7 +155,9 @@ def test_require_kraft(tmp_path: Path) -> None:
 
 
 def test_a_broker_may_not_take_a_voters_id(tmp_path: Path) -> None:
-    cfg = load_config(_write(tmp_path, BASE.replace("process.roles=broker,controller", "process.roles=broker")))
+    cfg = load_config(
+        _write(tmp_path, BASE.replace("process.roles=broker,controller", "process.roles=broker"))
+    )
     with pytest.raises(ConfigError, match=r"only the broker role but is in controller\.quorum\.voters"):
         cfg.require_kraft()
 

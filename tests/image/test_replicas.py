@@ -53,7 +53,9 @@ def test_offline_replicas_follow_kip_858_rules() -> None:
     # UNASSIGNED counts as online on a broker registered with one dir (or none)...
     img4 = replay(
         img,
-        mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=0, Directories=[DIR_1A, UNASSIGNED, UNASSIGNED]),
+        mr.PartitionChangeRecord(
+            TopicId=TOPIC_A, PartitionId=0, Directories=[DIR_1A, UNASSIGNED, UNASSIGNED]
+        ),
     )
     assert img4.offline_replicas("a", 0) == []
     # ...and offline on one registered with several, until it is placed (docs/kip-deviations.md)

@@ -28,7 +28,9 @@ def wire(api: str, version: int, **fields: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("broker_id", [-1, -2, -3, -(2**31)])
 @pytest.mark.parametrize(("api", "version"), APIS)
-def test_negative_broker_id_is_invalid_request_naming_the_field(api: str, version: int | None, broker_id: int) -> None:
+def test_negative_broker_id_is_invalid_request_naming_the_field(
+    api: str, version: int | None, broker_id: int
+) -> None:
     spec = API_SPECS[api]
     v = spec.max_version if version is None else version
     assert spec.request_model.from_wire(wire(api, v, BrokerId=7), v).BrokerId == 7

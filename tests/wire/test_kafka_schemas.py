@@ -30,6 +30,15 @@ CLIENT_API_NAMES = (
     "DeleteTopics",
     "DescribeLogDirs",
     "DescribeCluster",
+    "FindCoordinator",
+    "JoinGroup",
+    "Heartbeat",
+    "LeaveGroup",
+    "SyncGroup",
+    "DescribeGroups",
+    "ListGroups",
+    "OffsetCommit",
+    "OffsetFetch",
 )
 
 
@@ -101,10 +110,13 @@ def sample(fields: tuple[Field, ...], version: int) -> dict[str, Any]:
 def _kafka_python_class(name: str) -> Any:
     pytest.importorskip("kafka", reason="kafka-python is not installed")
     import kafka.protocol.admin.cluster
+    import kafka.protocol.admin.groups
     import kafka.protocol.admin.topics
     import kafka.protocol.consumer.fetch
+    import kafka.protocol.consumer.group
     import kafka.protocol.consumer.offsets
     import kafka.protocol.metadata.api_versions
+    import kafka.protocol.metadata.find_coordinator
     import kafka.protocol.metadata.metadata
     import kafka.protocol.producer.produce
     import kafka.protocol.producer.transaction  # noqa: F401

@@ -143,6 +143,11 @@ def broker_properties(
     props["num.partitions"] = "3"
     props["default.replication.factor"] = str(min(3, spec.brokers))
     props["min.insync.replicas"] = str(min(2, spec.brokers))
+    # a laptop cluster: fewer offsets partitions than Kafka's 50, and no wait for more members on a
+    # group's first rebalance (as Kafka's own config/server.properties)
+    props["offsets.topic.num.partitions"] = "10"
+    props["offsets.topic.replication.factor"] = str(min(3, spec.brokers))
+    props["group.initial.rebalance.delay.ms"] = "0"
     props.update(spec.broker_config)
     return props
 

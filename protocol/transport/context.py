@@ -1,0 +1,22 @@
+"""Who is asking: the connection a Kafka-protocol request came in on, for handlers that answer
+differently per listener or remember the client (a group member's client id and host)."""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RequestContext:
+    listener: str
+    client_id: str
+    client_host: str
+
+
+REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar("kraftpy_request_context", default=None)
+
+
+def current_request() -> RequestContext:
+    """The request being handled; over HTTP (no Kafka listener) an anonymous one."""
+    return REQUEST_CONTEXT.get() or RequestContext(listener="", client_id="", client_host="")
