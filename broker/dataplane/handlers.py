@@ -23,6 +23,7 @@ from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDi
 from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+from protocol.rpc.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from protocol.rpc.produce import ProduceRequest, ProduceResponse
 from protocol.transport import run_large
 from protocol.uuid import Uuid
@@ -198,6 +199,35 @@ class DataPlaneHandlers:
                 ]
             out.append(L.ListOffsetsTopicResponse(Name=topic.Name, Partitions=answers))
         return L(Topics=out)
+
+    # ---- OffsetForLeaderEpoch -------------------------------------------------------------------
+
+    async def offset_for_leader_epoch(
+        self, req: OffsetForLeaderEpochRequest, version: int
+    ) -> OffsetForLeaderEpochResponse:
+        R = OffsetForLeaderEpochResponse
+        topics = []
+        for t in req.Topics:
+            found = await asyncio.gather(
+                *(
+                    self.replicas.end_offset_for_epoch(
+                        t.Topic, p.Partition, p.CurrentLeaderEpoch, p.LeaderEpoch
+                    )
+                    for p in t.Partitions
+                )
+            )
+            topics.append(
+                R.OffsetForLeaderTopicResult(
+                    Topic=t.Topic,
+                    Partitions=[
+                        R.EpochEndOffset(
+                            ErrorCode=int(code), Partition=p.Partition, LeaderEpoch=epoch, EndOffset=end
+                        )
+                        for p, (code, epoch, end) in zip(t.Partitions, found, strict=True)
+                    ],
+                )
+            )
+        return R(Topics=topics)
 
     # ---- Metadata -------------------------------------------------------------------------------
 

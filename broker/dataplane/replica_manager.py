@@ -30,6 +30,7 @@ from broker.dataplane.settings import ReplicaSettings
 from broker.dataplane.topic_stats import BrokerTopicStats, IsrStats
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
+from broker.storage.partition_log import EpochEndOffset
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid
@@ -375,6 +376,28 @@ class ReplicaManager:
             return Errors.NOT_LEADER_OR_FOLLOWER
         return hp
 
+    async def end_offset_for_epoch(
+        self, topic: str, partition: int, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[Errors, int, int]:
+        """OffsetForLeaderEpoch as the leader answers it: (error, epoch, end offset)."""
+        resolved = self._resolve(topic, partition)
+        if isinstance(resolved, Errors):
+            return resolved, -1, -1
+        hp = resolved
+        try:
+            if not hp.state.is_leader:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"not the leader of {hp.tp}")
+            hp.state.check_leader_epoch(current_leader_epoch)
+            local = hp.local
+            if local is None:
+                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
+            end = await local.log_dir.run(_end_offset_for_epoch, local.log, leader_epoch)
+        except LogDirOfflineError as e:
+            return self._storage_failure(hp, e).error, -1, -1
+        except KafkaError as e:
+            return e.code, -1, -1
+        return (Errors.NONE, end.leader_epoch, end.end_offset) if end is not None else (Errors.NONE, -1, -1)
+
     def leader_offsets(self, topic: str, partition: int) -> tuple[int, int, int] | None:
         """(leader epoch, log end offset, high watermark) while this broker leads the partition."""
         resolved = self._resolve(topic, partition)
@@ -611,6 +634,10 @@ def _read_for_fetch(
         if diverging is not None:
             return None, diverging, log.log_start_offset
     return log.read(fetch_offset, max_bytes, max_offset), None, log.log_start_offset
+
+
+def _end_offset_for_epoch(log: PartitionLog, leader_epoch: int) -> EpochEndOffset | None:
+    return log.end_offset_for_epoch(leader_epoch)
 
 
 def _offset_for_timestamp(log: PartitionLog, timestamp: int, high_watermark: int) -> tuple[int, int] | None:

@@ -24,6 +24,7 @@ CLIENT_API_NAMES = (
     "Produce",
     "Fetch",
     "ListOffsets",
+    "OffsetForLeaderEpoch",
     "Metadata",
     "InitProducerId",
     "CreateTopics",

@@ -97,6 +97,10 @@ class LocalCluster:
     def bootstrap_servers(self, exclude: Sequence[int] = ()) -> str:
         return ",".join(b.bootstrap for b in self.brokers if b.node_id not in exclude)
 
+    def kafka_bootstrap_servers(self) -> str:
+        """The brokers' Kafka-protocol addresses, for Kafka's clients and tools ("" in ZooKeeper mode)."""
+        return ",".join(b.kafka_bootstrap for b in self.brokers if b.kafka_bootstrap)
+
     @property
     def client_netns(self) -> str | None:
         """Namespace clients must run in (multi-host), None when they run right here."""
