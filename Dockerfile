@@ -37,8 +37,9 @@ ENV PATH=/opt/kraftpy/bin:$PATH \
     PYTHONUNBUFFERED=1
 USER 10001:10001
 WORKDIR /var/lib/kraftpy
-# 9092: broker listener, 9093: controller listener; both serve /healthz and /metrics too.
-EXPOSE 9092 9093
+# 9091: a broker's HTTP RPC (and /healthz, /metrics), 9092: its Kafka-protocol listener;
+# 9093: a controller's listener (HTTP RPC, /healthz, /metrics).
+EXPOSE 9091 9092 9093
 HEALTHCHECK --interval=5s --timeout=3s --start-period=20s --retries=5 \
     CMD ["python", "/usr/local/bin/kraftpy-healthcheck"]
 CMD ["kraftpy", "--help"]

@@ -163,8 +163,12 @@ def test_node_configs_agree_with_the_services() -> None:
         assert config["process.roles"] == "broker"
         assert config["controller.quorum.voters"] == voters
         assert config["controller.listener.names"] == "CONTROLLER"
-        assert config["listeners"] == "PLAINTEXT://0.0.0.0:9092"
-        assert config["advertised.listeners"] == f"PLAINTEXT://{b}:9092"
+        n = b.removeprefix("broker-")
+        assert config["listeners"] == f"RPC://0.0.0.0:9091,PLAINTEXT://0.0.0.0:9092,EXTERNAL://0.0.0.0:{n}9094"
+        assert config["advertised.listeners"] == (
+            f"RPC://{b}:9091,PLAINTEXT://{b}:9092,EXTERNAL://127.0.0.1:{n}9094"
+        )
+        assert config["rpc.listener.name"] == "RPC"
         ids.add(config["node.id"])
     assert len(ids) == 6
 
@@ -185,7 +189,7 @@ def test_healthcheck_finds_the_listener_port() -> None:
     assert hc.config_path(["kraftpy-controller", "--config=/x.properties"]) == "/x.properties"
     assert hc.config_path(["kraftpy", "--help"]) is None
     assert hc.listener_port((DOCKER / "controller-3001.properties").read_text()) == 9093
-    assert hc.listener_port((DOCKER / "broker-2.properties").read_text()) == 9092
+    assert hc.listener_port((DOCKER / "broker-2.properties").read_text()) == 9091
     assert hc.listener_port("# listeners=X://0.0.0.0:1\n") is None
 
 
