@@ -45,11 +45,18 @@ def test_plan_multi_host_gives_every_node_its_namespace_and_address(tmp_path: Pa
     nodes = plan_nodes(ClusterSpec(brokers=3, controllers=1, multi_host=True), tmp_path, netns_prefix="kpabc")
     assert [(n.netns, n.host, n.port) for n in nodes] == [
         ("kpabc-n1", "10.200.0.11", 9093),
-        ("kpabc-n2", "10.200.0.12", 9092),
-        ("kpabc-n3", "10.200.0.13", 9092),
-        ("kpabc-n4", "10.200.0.14", 9092),
+        ("kpabc-n2", "10.200.0.12", 9091),
+        ("kpabc-n3", "10.200.0.13", 9091),
+        ("kpabc-n4", "10.200.0.14", 9091),
     ]
     assert [n.host_index for n in nodes] == [1, 2, 3, 4]
+    # each broker's Kafka-protocol listener on Kafka's usual port, its HTTP RPC beside it
+    assert [n.kafka_bootstrap for n in nodes] == [
+        None,
+        "10.200.0.12:9092",
+        "10.200.0.13:9092",
+        "10.200.0.14:9092",
+    ]
 
 
 def test_plan_a_quorum_of_three_controllers(tmp_path: Path) -> None:
