@@ -1,17 +1,18 @@
 """Produce throughput with acks=all and RF=3 over three local brokers, against the disks' own ceiling.
 
-    .venv/bin/python bench/produce.py [--records 200000] [--record-size 100] [--partitions 3]
-                                      [--batch-size 262144] [--linger-ms 5] [--plain]
+    .venv/bin/python bench/produce.py [--records 200000] [--sizes 100,1024] [--clients kraftpy,librdkafka]
+                                      [--partitions 3] [--batch-size 262144] [--linger-ms 5] [--plain]
 
 One run does both measurements on the same filesystems:
 
 1. the ceiling: raw `write` + `fsync` of producer-sized batches, on one log dir filesystem of each
    broker at once (an acks=all record is written by all three), for a few seconds;
-2. a controller and three brokers (each with its log dirs on those filesystems), a topic with
-   replication factor 3 and min.insync.replicas=2, and the kraftpy producer (idempotent, acks=all)
-   sending `--records` records of `--record-size` random bytes as fast as it can; latency is per
-   record, from `send` to its acknowledgement (queueing in the producer included, as in
-   kafka-producer-perf-test).
+2. a controller and three brokers (each with its log dirs on those filesystems); per client and record
+   size a topic with replication factor 3 and min.insync.replicas=2, and that client (idempotent,
+   acks=all) sending random records as fast as it can: kraftpy's own producer over the HTTP RPC, and
+   librdkafka (confluent-kafka) over Kafka's protocol. `--records` records of 100 B, a quarter as many
+   of 1 KiB. Latency is per record, from `send` to its acknowledgement (queueing in the producer
+   included, as in kafka-producer-perf-test). The goal: librdkafka with 1 KiB records at half the ceiling.
 
 Log dirs are loop-device ext4 filesystems when run as root with losetup and mkfs.ext4; otherwise
 (or with --plain) plain directories in a temp dir, and the output says so. Brokers do not fsync
@@ -78,16 +79,82 @@ def raw_append_fsync(paths: list[Path], batch_bytes: int, seconds: float) -> tup
     return per_fs * batch_bytes / (1024 * 1024), per_fs
 
 
-async def produce(bootstrap: str, args: argparse.Namespace) -> ProduceStats:
+GOAL_RATIO = 0.5  # librdkafka, 1 KiB records: produce MB/s over the ceiling
+
+
+async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     async with Admin(bootstrap) as admin:
         result = await admin.create_topic(
-            "bench",
-            partitions=args.partitions,
+            topic,
+            partitions=partitions,
             replication_factor=3,
             configs={"min.insync.replicas": "2"},
         )
         if result.error.value != 0:
             raise SystemExit(f"cannot create the topic: {result.error.name} {result.message or ''}")
+        await admin.wait_for_leaders(topic)
+
+
+def produce_librdkafka(
+    bootstrap: str, topic: str, records: int, size: int, args: argparse.Namespace
+) -> ProduceStats:
+    """confluent-kafka's producer (librdkafka), driven as kafka-producer-perf-test drives Kafka's."""
+    from confluent_kafka import Producer as RdProducer
+
+    p = RdProducer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": args.linger_ms,
+            "batch.size": args.batch_size,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1_048_576,
+        }
+    )
+    payload = os.urandom(size)
+    for _ in range(min(5000, records)):  # warm-up: connections, producer id, metadata
+        p.produce(topic, payload)
+    p.flush(60)
+    stats = ProduceStats(target=records, record_size=size)
+
+    def done(sent_at: float) -> object:
+        def cb(err: object, _msg: object) -> None:
+            if err is not None:
+                stats.failed += 1
+                stats.first_error = stats.first_error or str(err)
+            else:
+                stats.acked += 1
+                stats.latencies_ms.append((time.monotonic() - sent_at) * 1000)
+
+        return cb
+
+    stats.started = time.monotonic()
+    for i in range(records):
+        while True:
+            try:
+                p.produce(topic, payload, on_delivery=done(time.monotonic()))
+                stats.sent += 1
+                break
+            except BufferError:
+                p.poll(0.01)
+        if i % 1000 == 0:
+            p.poll(0)
+    p.flush(300)
+    stats.finished = time.monotonic()
+    return stats
+
+
+async def produce(
+    bootstrap: str,
+    args: argparse.Namespace,
+    topic: str = "bench",
+    records: int | None = None,
+    size: int | None = None,
+) -> ProduceStats:
+    records = records or args.records
+    size = size or args.record_size
+    await create_topic(bootstrap, topic, args.partitions)
     config = {
         "acks": -1,
         "enable_idempotence": True,
@@ -95,7 +162,7 @@ async def produce(bootstrap: str, args: argparse.Namespace) -> ProduceStats:
         "batch_size": args.batch_size,
     }
     async with Producer(bootstrap, **config) as producer:  # type: ignore[arg-type]
-        await produce_perf(producer, "bench", min(5000, args.records), args.record_size)  # warm-up
+        await produce_perf(producer, topic, min(5000, records), size)  # warm-up
         last = [0.0]
 
         def progress(s: ProduceStats) -> None:
@@ -108,13 +175,15 @@ async def produce(bootstrap: str, args: argparse.Namespace) -> ProduceStats:
                     flush=True,
                 )
 
-        return await produce_perf(producer, "bench", args.records, args.record_size, on_progress=progress)
+        return await produce_perf(producer, topic, records, size, on_progress=progress)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=200_000)
-    p.add_argument("--record-size", type=int, default=100)
+    p.add_argument("--record-size", type=int, default=100, help=argparse.SUPPRESS)
+    p.add_argument("--sizes", default="100,1024", help="record sizes in bytes, comma-separated")
+    p.add_argument("--clients", default="kraftpy,librdkafka", help="kraftpy and/or librdkafka")
     p.add_argument("--partitions", type=int, default=3)
     p.add_argument("--batch-size", type=int, default=256 * 1024)
     p.add_argument("--linger-ms", type=int, default=5)
@@ -122,6 +191,15 @@ def main() -> int:
     p.add_argument("--fsync-seconds", type=float, default=3.0)
     p.add_argument("--plain", action="store_true", help="plain dirs even when loop disks are possible")
     args = p.parse_args()
+    sizes = [int(x) for x in args.sizes.split(",") if x]
+    clients = [c for c in args.clients.split(",") if c]
+    if (
+        not sizes
+        or any(n <= 0 for n in sizes)
+        or not set(clients) <= {"kraftpy", "librdkafka"}
+        or not clients
+    ):
+        p.error("--sizes takes positive integers and --clients kraftpy and/or librdkafka")
 
     work = Path(tempfile.mkdtemp(prefix="kraftpy-bench-produce-"))
     disk_set = None
@@ -158,40 +236,47 @@ def main() -> int:
             flush=True,
         )
 
-        cluster = ProcessCluster.build_quick(work, procs, dirs)
+        cluster = ProcessCluster.build_quick(work, procs, dirs, kafka=True)
         cluster.start()
-        print(
-            f"cluster up: controller + 3 brokers; producing {args.records:,} records of {args.record_size} B",
-            flush=True,
-        )
-        stats = asyncio.run(produce(cluster.bootstrap, args))
+        runs: list[tuple[str, int, ProduceStats]] = []
+        for size in sizes:
+            count = args.records if size <= 100 else max(1, args.records // 4)
+            for client in clients:
+                topic = f"bench-{client}-{size}"
+                print(f"{client}: {count:,} records of {size} B", flush=True)
+                if client == "kraftpy":
+                    stats = asyncio.run(produce(cluster.bootstrap, args, topic, count, size))
+                else:
+                    asyncio.run(create_topic(cluster.bootstrap, topic, args.partitions))
+                    stats = produce_librdkafka(cluster.kafka_bootstrap, topic, count, size, args)
+                runs.append((client, size, stats))
     finally:
         procs.stop_all()
         if disk_set is not None:
             disk_set.destroy_all()
         shutil.rmtree(work, ignore_errors=True)
 
-    mb = stats.mb_per_sec
     print()
     print(
-        f"acks=all RF=3, idempotent, {args.partitions} partitions, batch.size {args.batch_size}, linger.ms {args.linger_ms}"
+        f"acks=all RF=3, idempotent, {args.partitions} partitions, batch.size {args.batch_size}, "
+        f"linger.ms {args.linger_ms}; ceiling {ceiling_mb:.2f} MB/s raw append+fsync per filesystem "
+        f"({where.split(' (')[0]})"
     )
-    print(f"  produce:  {mb:8.2f} MB/s  {stats.records_per_sec:10,.0f} records/s")
     print(
-        f"  latency:  p50 {stats.percentile(0.5):.1f} ms  p99 {stats.percentile(0.99):.1f} ms  "
-        f"max {stats.max_latency_ms:.1f} ms"
+        f"  {'client':<11} {'record':>7} {'MB/s':>8} {'records/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>7}  goal"
     )
-    print(f"  ceiling:  {ceiling_mb:8.2f} MB/s  raw append+fsync per filesystem ({where.split(' (')[0]})")
-    print(
-        f"  ratio:    {mb / ceiling_mb:8.3f}  (produce MB/s / ceiling MB/s)"
-        if ceiling_mb > 0
-        else "  ratio: n/a"
-    )
-    print(f"  summary:  {stats.summary()}")
-    if stats.failed:
-        print(f"  {stats.failed} records failed: {stats.first_error}")
-        return 1
-    return 0
+    failed = 0
+    for client, size, stats in runs:
+        ratio = stats.mb_per_sec / ceiling_mb if ceiling_mb > 0 else float("nan")
+        goal = f">= {GOAL_RATIO}" if client == "librdkafka" and size >= 1024 else ""
+        print(
+            f"  {client:<11} {size:>5} B {stats.mb_per_sec:8.2f} {stats.records_per_sec:11,.0f} "
+            f"{stats.percentile(0.5):7.1f} {stats.percentile(0.99):7.1f} {ratio:7.3f}  {goal}"
+        )
+        if stats.failed:
+            print(f"    {stats.failed} records failed: {stats.first_error}")
+            failed += 1
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

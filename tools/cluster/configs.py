@@ -282,8 +282,10 @@ def write_broker_config(
     metadata_dir: Path | None = None,
     rack: str | None = None,
     extra: Mapping[str, object] | None = None,
+    kafka_port: int | None = None,
 ) -> Path:
-    """A broker on 127.0.0.1:`port` with `log_dirs`, controllers at `voters` ({id: port})."""
+    """A broker on 127.0.0.1:`port` (and Kafka's protocol on `kafka_port`) with `log_dirs`,
+    controllers at `voters` ({id: port})."""
     props = broker_props(
         node_id=node_id,
         port=port,
@@ -291,5 +293,6 @@ def write_broker_config(
         voters=voters_string(voters),
         metadata_dir=metadata_dir,
         rack=rack,
+        kafka_port=kafka_port,
     )
     return write_config(path, with_extra(props, extra))

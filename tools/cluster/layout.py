@@ -70,10 +70,15 @@ class BrokerNode:
     log_dirs: list[Path]
     metadata_dir: Path
     proc: ManagedProcess | None = None
+    kafka_port: int | None = None
 
     @property
     def address(self) -> str:
         return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def kafka_address(self) -> str | None:
+        return f"{LOOPBACK}:{self.kafka_port}" if self.kafka_port is not None else None
 
     @property
     def url(self) -> str:
@@ -124,11 +129,15 @@ class ProcessCluster:
         controller_extra: Mapping[str, object] | None = None,
         broker_extra: Mapping[str, object] | None = None,
         log_dirs: Mapping[int, Sequence[Path]] | None = None,
+        kafka: bool = False,
     ) -> C:
         """Write and format the controller and a broker per `log_dirs` entry ({broker id: dirs});
-        `broker_extra` goes into every broker's config, including brokers added later."""
+        `broker_extra` goes into every broker's config, including brokers added later; `kafka`: the
+        brokers also serve Kafka's protocol (BrokerNode.kafka_address)."""
         c = cls(workdir, procs, controller_id=controller_id, broker_extra=dict(broker_extra or {}))
-        ports = free_ports(1 + len(log_dirs or {}))
+        n = len(log_dirs or {})
+        ports = free_ports(1 + n + (n if kafka else 0))
+        kafka_ports = ports[1 + n :] if kafka else [None] * n
         c.controller_port = ports[0]
         c.controller_meta = workdir / "controller-meta"
         c.controller_config = write_controller_config(
@@ -139,8 +148,9 @@ class ProcessCluster:
             extra=controller_extra,
         )
         format_storage(c.controller_config, c.cluster_id)
-        for port, (node_id, dirs) in zip(ports[1:], sorted((log_dirs or {}).items()), strict=True):
-            c.add_broker(node_id, dirs, port=port)
+        brokers = sorted((log_dirs or {}).items())
+        for port, kafka_port, (node_id, dirs) in zip(ports[1 : 1 + n], kafka_ports, brokers, strict=True):
+            c.add_broker(node_id, dirs, port=port, kafka_port=kafka_port)
         return c
 
     @classmethod
@@ -151,6 +161,7 @@ class ProcessCluster:
         log_dirs: Mapping[int, Sequence[Path]],
         *,
         broker_extra: Mapping[str, object] | None = None,
+        kafka: bool = False,
     ) -> C:
         """Controller 100 and the brokers of `log_dirs` with QUICK_FAILOVER timings (the controller
         fences a broker after the same session timeout)."""
@@ -161,6 +172,7 @@ class ProcessCluster:
             controller_extra={"broker.session.timeout.ms": QUICK_FAILOVER["broker.session.timeout.ms"]},
             broker_extra={**QUICK_FAILOVER, **(broker_extra or {})},
             log_dirs=log_dirs,
+            kafka=kafka,
         )
 
     def add_broker(
@@ -171,7 +183,9 @@ class ProcessCluster:
         metadata_dir: Path | None = None,
         extra: Mapping[str, object] | None = None,
         port: int | None = None,
+        kafka_port: int | None = None,
     ) -> BrokerNode:
+        """`kafka_port`: also serve Kafka's protocol there (for Kafka's clients)."""
         port = port or free_ports(1)[0]
         meta = metadata_dir or self.workdir / f"broker{node_id}-meta"
         cfg = write_broker_config(
@@ -182,15 +196,20 @@ class ProcessCluster:
             voters={self.controller_id: self.controller_port},
             metadata_dir=meta,
             extra={**self.broker_extra, **(extra or {})},
+            kafka_port=kafka_port,
         )
         format_storage(cfg, self.cluster_id)
-        node = BrokerNode(node_id, port, cfg, list(log_dirs), meta)
+        node = BrokerNode(node_id, port, cfg, list(log_dirs), meta, kafka_port=kafka_port)
         self.brokers[node_id] = node
         return node
 
     @property
     def bootstrap(self) -> str:
         return ",".join(b.address for b in self.brokers.values())
+
+    @property
+    def kafka_bootstrap(self) -> str:
+        return ",".join(a for b in self.brokers.values() if (a := b.kafka_address))
 
     @property
     def controller_address(self) -> str:
