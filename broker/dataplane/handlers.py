@@ -26,6 +26,7 @@ from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.rpc.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from protocol.rpc.produce import ProduceRequest, ProduceResponse
 from protocol.transport import run_large
+from protocol.transport.context import current_request
 from protocol.uuid import Uuid
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from broker.dataplane.replica_manager import FetchRead, ReplicaManager
 
 D = DescribeLogDirsResponse
+_MOVED = (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
 
 
 LARGE_METADATA_REQUEST = 1000  # topics named in one Metadata request, or partitions in an all-topics one
@@ -83,9 +85,41 @@ class DataPlaneHandlers:
                     ErrorMessage=o.message if version >= 8 else None,
                 )
             by_topic.setdefault(name, []).append(part)
+        leaders: set[int] = set()
+        if version >= 10:
+            # KIP-951: where the partition went, so the producer need not ask Metadata first
+            for name, parts in by_topic.items():
+                for j, part in enumerate(parts):
+                    if (
+                        part.ErrorCode in _MOVED
+                        and (now := self._current_leader(name, part.Index)) is not None
+                    ):
+                        parts[j] = part.model_copy(
+                            update={"CurrentLeader": LeaderIdAndEpoch(LeaderId=now[0], LeaderEpoch=now[1])}
+                        )
+                        leaders.add(now[0])
         return P(
-            Responses=[P.TopicProduceResponse(Name=n, PartitionResponses=ps) for n, ps in by_topic.items()]
+            Responses=[P.TopicProduceResponse(Name=n, PartitionResponses=ps) for n, ps in by_topic.items()],
+            NodeEndpoints=[
+                P.NodeEndpoint(NodeId=n, Host=h, Port=p, Rack=r) for n, h, p, r in self._endpoints(leaders)
+            ],
         )
+
+    def _current_leader(self, topic: str | Uuid, index: int) -> tuple[int, int] | None:
+        t = self._image().topics.get_topic(topic)
+        reg = t.partitions.get(index) if t is not None else None
+        return (reg.leader, reg.leader_epoch) if reg is not None and reg.leader >= 0 else None
+
+    def _endpoints(self, node_ids: set[int]) -> list[tuple[int, str, int, str | None]]:
+        """The brokers' endpoints on the listener the request came in on (the RPC one over HTTP)."""
+        listener = current_request().listener or self.replicas.listener_name or ""
+        out = []
+        for n in sorted(node_ids):
+            reg = self._image().cluster.brokers.get(n)
+            ep = reg.listener(listener) if reg is not None else None
+            if ep is not None:
+                out.append((n, ep.host, ep.port, reg.rack if reg is not None else None))
+        return out
 
     # ---- Fetch ----------------------------------------------------------------------------------
 
@@ -161,11 +195,19 @@ class DataPlaneHandlers:
                 Records=records,
             )
             topics.setdefault((topic.Topic, topic.TopicId), []).append(pd)
+        leaders = (
+            {pd.CurrentLeader.LeaderId for ps in topics.values() for pd in ps if pd.CurrentLeader is not None}
+            if version >= 16
+            else set()
+        )
         return R(
             Responses=[
                 R.FetchableTopicResponse(Topic=name if version < 13 else "", TopicId=tid, Partitions=ps)
                 for (name, tid), ps in topics.items()
-            ]
+            ],
+            NodeEndpoints=[
+                R.NodeEndpoint(NodeId=n, Host=h, Port=p, Rack=r) for n, h, p, r in self._endpoints(leaders)
+            ],
         )
 
     # ---- ListOffsets ----------------------------------------------------------------------------

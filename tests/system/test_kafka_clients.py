@@ -339,3 +339,63 @@ def _fail_under_leader_and_coordinator(cluster: LocalCluster, traffic: Traffic, 
     )
     received = len(traffic.received)
     _until("the group to read on under its new coordinator", lambda: len(traffic.received) > received + 300)
+
+
+def test_a_follower_points_clients_at_the_leader(plain_cluster: LocalCluster) -> None:
+    """KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the leader and its Kafka-protocol endpoint."""
+    import asyncio
+
+    from protocol.record_batch import build_data_batch
+    from protocol.rpc.broker_fetch import FetchRequest
+    from protocol.rpc.produce import ProduceRequest
+    from tools.client.wire import KafkaConnection
+
+    bootstrap = plain_cluster.kafka_bootstrap_servers()
+    _create(bootstrap, "moved", 1, 3)
+    p = plain_cluster.view(probe=False).partition("moved", 0)
+    follower = next(b for b in p.replicas if b != p.leader)
+    where = {b.node_id: b.kafka_bootstrap for b in plain_cluster.brokers}
+    host, port = where[follower].split(":")
+    topic_id = plain_cluster.image().topics.get_topic("moved").id
+
+    async def ask() -> tuple[object, object]:
+        async with KafkaConnection(host, int(port)) as conn:
+            produced = await conn.call(
+                "Produce",
+                ProduceRequest(
+                    Acks=-1,
+                    TopicData=[
+                        ProduceRequest.TopicProduceData(
+                            Name="moved",
+                            PartitionData=[
+                                ProduceRequest.PartitionProduceData(
+                                    Index=0, Records=build_data_batch([(None, b"x")], 0)
+                                )
+                            ],
+                        )
+                    ],
+                ),
+                11,
+            )
+            fetched = await conn.call(
+                "Fetch",
+                FetchRequest(
+                    MaxWaitMs=0,
+                    Topics=[
+                        FetchRequest.FetchTopic(
+                            TopicId=topic_id,
+                            Partitions=[FetchRequest.FetchPartition(Partition=0, FetchOffset=0)],
+                        )
+                    ],
+                ),
+                16,
+            )
+            return produced, fetched
+
+    produced, fetched = asyncio.run(ask())
+    part = produced.Responses[0].PartitionResponses[0]  # type: ignore[attr-defined]
+    assert part.ErrorCode == 6 and part.CurrentLeader.LeaderId == p.leader
+    assert [(e.NodeId, f"{e.Host}:{e.Port}") for e in produced.NodeEndpoints] == [(p.leader, where[p.leader])]  # type: ignore[attr-defined]
+    fpart = fetched.Responses[0].Partitions[0]  # type: ignore[attr-defined]
+    assert fpart.ErrorCode == 6 and fpart.CurrentLeader.LeaderId == p.leader
+    assert [(e.NodeId, f"{e.Host}:{e.Port}") for e in fetched.NodeEndpoints] == [(p.leader, where[p.leader])]  # type: ignore[attr-defined]
