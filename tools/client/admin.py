@@ -62,7 +62,7 @@ class Admin:
                 last = e
         raise ClientError(
             last.code if last else Errors.NETWORK_EXCEPTION,
-            f"no server answered {api} ({', '.join(u.removeprefix('http://') for u in self.metadata.bootstrap)})",
+            f"no server answered {api} ({', '.join(u.split('://', 1)[-1] for u in self.metadata.bootstrap)})",
         )
 
     # ---- topics -----------------------------------------------------------------------------------

@@ -8,7 +8,9 @@ state. A refresh asks the bootstrap addresses and every broker known so far unti
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_fetch import broker_api_specs
@@ -16,23 +18,27 @@ from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.transport import NO_RETRIES, RpcClient
 from protocol.uuid import Uuid
 from tools.client.errors import ClientError, as_error
+from tools.client.wire import KafkaRpcClient, speaks_kafka
+
+SCHEMES = ("http://", "https://", "kafka://", "auto://")
 
 
 def url_of(address: str) -> str:
-    """`host:port` (or a URL) to the base URL of its RPC listener."""
+    """`host:port` (or a URL) to the base URL the pool connects to. A bare `host:port` is `auto://`:
+    Kafka's protocol if the listener speaks it (a broker's PLAINTEXT), else kraftpy's HTTP RPC."""
     address = address.strip()
-    if address.startswith(("http://", "https://")):
+    if address.startswith(SCHEMES):
         return address.rstrip("/")
     if ":" not in address:
         raise ValueError(f"'{address}' is not host:port")
-    return f"http://{address}"
+    return f"auto://{address}"
 
 
 METADATA_TIMEOUT_S = 5.0
 
 
 def _address(url: str) -> str:
-    return url.removeprefix("http://").removeprefix("https://")
+    return url.split("://", 1)[-1]
 
 
 def parse_bootstrap(value: str | list[str]) -> list[str]:
@@ -43,21 +49,74 @@ def parse_bootstrap(value: str | list[str]) -> list[str]:
     return urls
 
 
+class _AutoClient:
+    """A bare host:port: asked once whether it speaks Kafka's protocol, then that client."""
+
+    def __init__(self, host: str, port: int, make_http: Callable[[str], RpcClient], timeout_s: float) -> None:
+        self.host, self.port, self.timeout_s = host, port, timeout_s
+        self._make_http = make_http
+        self.delegate: RpcClient | KafkaRpcClient | None = None
+        self._lock = asyncio.Lock()
+
+    @property
+    def scheme(self) -> str | None:
+        return (
+            None
+            if self.delegate is None
+            else ("kafka" if isinstance(self.delegate, KafkaRpcClient) else "http")
+        )
+
+    async def call(self, api: str, request: Any, version: int | None = None, **kw: Any) -> Any:
+        if self.delegate is None:
+            async with self._lock:
+                if self.delegate is None:
+                    if await speaks_kafka(self.host, self.port, min(self.timeout_s, 5.0)):
+                        self.delegate = KafkaRpcClient(self.host, self.port, self.timeout_s)
+                    else:
+                        self.delegate = self._make_http(f"http://{self.host}:{self.port}")
+        return await self.delegate.call(api, request, version, **kw)
+
+    async def close(self) -> None:
+        if self.delegate is not None:
+            await self.delegate.close()
+
+
+Client = RpcClient | KafkaRpcClient | _AutoClient
+
+
 class ConnectionPool:
-    """One RpcClient per base URL; retries are the caller's (they refresh metadata first)."""
+    """One client per base URL (HTTP RPC, Kafka's protocol, or either for a bare address); retries
+    are the caller's (they refresh metadata first)."""
 
     def __init__(self, timeout_s: float = 30.0) -> None:
         self.timeout_s = timeout_s
-        self._clients: dict[str, RpcClient] = {}
+        self._clients: dict[str, Client] = {}
         self._specs = broker_api_specs()
 
-    def get(self, url: str) -> RpcClient:
+    def _http(self, url: str) -> RpcClient:
+        return RpcClient(url, timeout=self.timeout_s, retry=NO_RETRIES, specs=self._specs)
+
+    def get(self, url: str) -> Client:
         client = self._clients.get(url)
         if client is None:
-            client = self._clients[url] = RpcClient(
-                url, timeout=self.timeout_s, retry=NO_RETRIES, specs=self._specs
-            )
+            host, _, port = _address(url).rpartition(":")
+            if url.startswith("kafka://"):
+                client = KafkaRpcClient(host, int(port), self.timeout_s)
+            elif url.startswith("auto://"):
+                client = _AutoClient(host, int(port), self._http, self.timeout_s)
+            else:
+                client = self._http(url)
+            self._clients[url] = client
         return client
+
+    def scheme_of(self, url: str) -> str:
+        """How `url` was reached: "kafka" or "http"."""
+        client = self._clients.get(url)
+        if isinstance(client, KafkaRpcClient) or (
+            isinstance(client, _AutoClient) and client.scheme == "kafka"
+        ):
+            return "kafka"
+        return "http"
 
     async def close(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -91,10 +150,11 @@ class BrokerInfo:
     host: str
     port: int
     rack: str | None
+    scheme: str = "http"  # how the Metadata that named it was asked: its endpoints are of that listener
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        return f"{self.scheme}://{self.host}:{self.port}"
 
 
 def topics_from(resp: MetadataResponse) -> dict[str, TopicInfo]:
@@ -131,6 +191,7 @@ class ClusterMetadata:
         self._lock = asyncio.Lock()
         self._generation = 0
         self._last_good: str | None = None
+        self._scheme = "http"
 
     def urls(self) -> list[str]:
         """Where to ask for metadata: the server that answered last, the bootstrap list, then the rest."""
@@ -157,6 +218,7 @@ class ClusterMetadata:
                     self._last_good = None
                 continue
             self._last_good = url
+            self._scheme = self.pool.scheme_of(url)
             return resp
         raise ClientError(
             last.code if last else Errors.NETWORK_EXCEPTION,
@@ -167,7 +229,9 @@ class ClusterMetadata:
         """Update brokers and the given topics (all topics when None)."""
         async with self._lock:
             resp = await self.fetch(topics)
-            self.brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack) for b in resp.Brokers}
+            self.brokers = {
+                b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, self._scheme) for b in resp.Brokers
+            }
             self.cluster_id = resp.ClusterId
             self.controller_id = resp.ControllerId
             found = topics_from(resp)
