@@ -399,3 +399,61 @@ def test_a_follower_points_clients_at_the_leader(plain_cluster: LocalCluster) ->
     fpart = fetched.Responses[0].Partitions[0]  # type: ignore[attr-defined]
     assert fpart.ErrorCode == 6 and fpart.CurrentLeader.LeaderId == p.leader
     assert [(e.NodeId, f"{e.Host}:{e.Port}") for e in fetched.NodeEndpoints] == [(p.leader, where[p.leader])]  # type: ignore[attr-defined]
+
+
+def test_kraftpys_own_tools_take_kafka_addresses(plain_cluster: LocalCluster) -> None:
+    """--bootstrap-server with a broker's Kafka-protocol address, as Kafka's tools take it; the HTTP
+    address keeps working, and kafka:// says which without a probe."""
+    kafka_address = plain_cluster.kafka_bootstrap_servers().split(",")[0]
+    http_address = plain_cluster.bootstrap_servers().split(",")[0]
+    run_kraftpy(
+        "topics",
+        "create",
+        "--bootstrap-server",
+        kafka_address,
+        "--topic",
+        "tooled",
+        "--partitions",
+        "2",
+        "--replication-factor",
+        "3",
+    )
+    for where in (kafka_address, f"kafka://{kafka_address}", http_address):
+        assert "tooled" in run_kraftpy("topics", "list", "--bootstrap-server", where).stdout.split()
+    described = run_kraftpy(
+        "topics", "describe", "--bootstrap-server", kafka_address, "--topic", "tooled"
+    ).stdout
+    assert "PartitionCount: 2" in described and "ReplicationFactor: 3" in described
+    doc = json.loads(run_kraftpy("log-dirs", "describe", "--bootstrap-server", kafka_address).stdout)
+    assert sorted(b["broker"] for b in doc["brokers"]) == [1, 2, 3]
+    assert all(not b.get("error") and len(b["logDirs"]) == 2 for b in doc["brokers"]), doc
+    import subprocess as sp
+
+    from tests.support.processes import REPO
+
+    produced = sp.run(
+        [
+            str(REPO / ".venv" / "bin" / "kraftpy"),
+            "produce",
+            "--bootstrap-server",
+            kafka_address,
+            "--topic",
+            "tooled",
+        ],
+        input="\n".join(f"v{i}" for i in range(300)) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert produced.returncode == 0, produced.stderr
+    consumed = run_kraftpy(
+        "consume",
+        "--bootstrap-server",
+        kafka_address,
+        "--topic",
+        "tooled",
+        "--from-beginning",
+        "--max-messages",
+        "300",
+    ).stdout.split()
+    assert sorted(consumed) == sorted(f"v{i}" for i in range(300))

@@ -129,7 +129,10 @@ class Admin:
     async def describe(self, names: Sequence[str] | None = None) -> MetadataResponse:
         """Metadata for the given topics (every topic when None), brokers included."""
         resp = await self.metadata.fetch(list(names) if names is not None else None)
-        self.metadata.brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack) for b in resp.Brokers}
+        scheme = self.metadata.scheme
+        self.metadata.brokers = {
+            b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, scheme) for b in resp.Brokers
+        }
         return resp
 
     async def list_topics(self) -> list[str]:
@@ -143,7 +146,8 @@ class Admin:
     ) -> list[BrokerLogDirs]:
         """DescribeLogDirs of each broker asked for (every live broker when None)."""
         resp = await self.describe([])
-        brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack) for b in resp.Brokers}
+        scheme = self.metadata.scheme
+        brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, scheme) for b in resp.Brokers}
         wanted = sorted(brokers) if broker_ids is None else list(broker_ids)
         req = DescribeLogDirsRequest(
             Topics=None

@@ -246,6 +246,12 @@ class ClusterMetadata:
             self._generation += 1
             return resp
 
+    @property
+    def scheme(self) -> str:
+        """How the last Metadata answer was asked ("kafka" or "http"): the brokers it lists are
+        endpoints of that listener."""
+        return self._scheme
+
     def partition(self, topic: str, partition: int) -> PartitionInfo | None:
         t = self.topics.get(topic)
         return None if t is None else t.partitions.get(partition)
