@@ -164,7 +164,9 @@ def test_node_configs_agree_with_the_services() -> None:
         assert config["controller.quorum.voters"] == voters
         assert config["controller.listener.names"] == "CONTROLLER"
         n = b.removeprefix("broker-")
-        assert config["listeners"] == f"RPC://0.0.0.0:9091,PLAINTEXT://0.0.0.0:9092,EXTERNAL://0.0.0.0:{n}9094"
+        assert (
+            config["listeners"] == f"RPC://0.0.0.0:9091,PLAINTEXT://0.0.0.0:9092,EXTERNAL://0.0.0.0:{n}9094"
+        )
         assert config["advertised.listeners"] == (
             f"RPC://{b}:9091,PLAINTEXT://{b}:9092,EXTERNAL://127.0.0.1:{n}9094"
         )
