@@ -11,6 +11,7 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING
 
+from broker.dataplane.metadata_response import brokers as metadata_brokers
 from broker.dataplane.metadata_response import metadata_response
 from broker.storage import LogDirOfflineError, PartitionLog
 from kraftpy.image import MetadataImage
@@ -19,6 +20,11 @@ from protocol.rpc.broker_fetch import EpochEndOffset as FetchEpochEndOffset
 from protocol.rpc.broker_fetch import FetchRequest, FetchResponse, LeaderIdAndEpoch
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_cluster import (
+    ENDPOINT_TYPE_BROKER,
+    DescribeClusterRequest,
+    DescribeClusterResponse,
+)
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -270,6 +276,27 @@ class DataPlaneHandlers:
                 )
             )
         return R(Topics=topics)
+
+    # ---- DescribeCluster ------------------------------------------------------------------------
+
+    async def describe_cluster(self, req: DescribeClusterRequest, version: int) -> DescribeClusterResponse:
+        """The live brokers on the listener asked (KIP-919: a broker answers for brokers only)."""
+        R = DescribeClusterResponse
+        if version >= 1 and req.EndpointType != ENDPOINT_TYPE_BROKER:
+            return R(
+                ErrorCode=int(Errors.MISMATCHED_ENDPOINT_TYPE),
+                ErrorMessage="a broker describes brokers; ask a controller for controllers",
+                EndpointType=ENDPOINT_TYPE_BROKER,
+            )
+        listener = current_request().listener or self.replicas.listener_name or ""
+        return R(
+            ClusterId=self.host.cluster_id or "",
+            ControllerId=self.host.node_id,  # as in Metadata: KRaft brokers name a live broker
+            Brokers=[
+                R.DescribeClusterBroker(BrokerId=b.NodeId, Host=b.Host, Port=b.Port, Rack=b.Rack)
+                for b in metadata_brokers(self._image().cluster, listener)
+            ],
+        )
 
     # ---- Metadata -------------------------------------------------------------------------------
 

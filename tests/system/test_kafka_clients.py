@@ -131,6 +131,11 @@ def test_python_clients_produce_consume_and_administer(plain_cluster: LocalClust
     dirs = admin.describe_log_dirs()
     assert dirs  # every broker's dirs, as kafka-log-dirs shows them
     admin.close()
+    from confluent_kafka.admin import AdminClient
+
+    described = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster(request_timeout=15).result()
+    assert sorted(n.id for n in described.nodes) == [1, 2, 3]
+    assert {f"{n.host}:{n.port}" for n in described.nodes} == set(bootstrap.split(","))
 
     producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all")
     for i in range(500):
