@@ -11,6 +11,7 @@ import asyncio
 import functools
 from typing import TYPE_CHECKING
 
+from broker.dataplane.describe_configs import describe_configs
 from broker.dataplane.metadata_response import brokers as metadata_brokers
 from broker.dataplane.metadata_response import metadata_response
 from broker.storage import LogDirOfflineError, PartitionLog
@@ -25,6 +26,7 @@ from protocol.rpc.describe_cluster import (
     DescribeClusterRequest,
     DescribeClusterResponse,
 )
+from protocol.rpc.describe_configs import RESOURCE_TOPIC, DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
@@ -276,6 +278,19 @@ class DataPlaneHandlers:
                 )
             )
         return R(Topics=topics)
+
+    # ---- DescribeConfigs ------------------------------------------------------------------------
+
+    async def describe_configs(self, req: DescribeConfigsRequest, version: int) -> DescribeConfigsResponse:
+        image = self._image()
+        return describe_configs(
+            req,
+            version,
+            node_id=self.host.node_id,
+            cfg=getattr(self.host, "config", None),
+            topic_configs=lambda name: image.configs.configs(RESOURCE_TOPIC, name),
+            topic_exists=lambda name: image.topics.get_topic(name) is not None,
+        )
 
     # ---- DescribeCluster ------------------------------------------------------------------------
 

@@ -136,6 +136,11 @@ def test_python_clients_produce_consume_and_administer(plain_cluster: LocalClust
     described = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster(request_timeout=15).result()
     assert sorted(n.id for n in described.nodes) == [1, 2, 3]
     assert {f"{n.host}:{n.port}" for n in described.nodes} == set(bootstrap.split(","))
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "py")
+    configs = AdminClient({"bootstrap.servers": bootstrap}).describe_configs([resource])[resource].result(15)
+    assert configs["cleanup.policy"].value == "delete" and "retention.ms" in configs
 
     producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all")
     for i in range(500):

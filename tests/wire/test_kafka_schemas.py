@@ -31,6 +31,7 @@ CLIENT_API_NAMES = (
     "DeleteTopics",
     "DescribeLogDirs",
     "DescribeCluster",
+    "DescribeConfigs",
     "FindCoordinator",
     "JoinGroup",
     "Heartbeat",
