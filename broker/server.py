@@ -44,7 +44,7 @@ from broker.readiness import BrokerReadiness
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
-from kraftpy.config import KafkaConfig
+from kraftpy.config import SECURITY_PROTOCOLS, KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
 from protocol.transport import REGISTRY, create_app, start_server
@@ -308,6 +308,13 @@ class BrokerServer(BrokerProcess):
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
         for spec in cfg.kafka_listeners:
+            protocol = cfg.security_protocol(spec.name)
+            if protocol != SECURITY_PROTOCOLS["PLAINTEXT"]:
+                name = next(n for n, i in SECURITY_PROTOCOLS.items() if i == protocol)
+                raise StartupError(
+                    f"{cfg.source}: listener {spec.name} maps to {name} in listener.security.protocol.map; "
+                    "only PLAINTEXT is served"
+                )
             listener = KafkaListener(
                 self.app,
                 spec.name,

@@ -129,6 +129,7 @@ class DataPlane:
     def install(self, app: web.Application) -> None:
         """Serve the data plane's APIs on `app`; "Fetch" there becomes the broker's multi-partition fetch."""
         from broker.dataplane.metrics import register
+        from broker.groups.metrics import register as register_groups
         from protocol.transport import REGISTRY, add_handler
         from protocol.transport.server import SPECS
 
@@ -136,6 +137,7 @@ class DataPlane:
         for name, handler in self.handlers().items():
             add_handler(app, name, handler)
         register(app[REGISTRY], self.replicas)
+        register_groups(app[REGISTRY], self.groups.core)
 
     async def start(self) -> None:
         await self.replicas.start()

@@ -137,3 +137,23 @@ def test_single_dir_broker_sharing_its_dir_with_the_metadata_log(cluster: Cluste
     assert created == ["solo-0", "solo-1", "solo-2"]
     assert (only / "__cluster_metadata-0").is_dir()
     assert all(p.leader == B for p in cluster.image().topics.get_topic("solo").partitions.values())
+
+
+def test_a_listener_mapped_to_a_protocol_not_served_refuses_to_start(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    node = cluster.add_broker(B, [tmp_path / "l1"])
+    text = node.config.read_text()
+    lines = [
+        line + ",SSL://127.0.0.1:0"
+        if line.startswith("listeners=")
+        else line + ",SSL:SSL"
+        if line.startswith("listener.security.protocol.map=")
+        else line
+        for line in text.splitlines()
+    ]
+    node.config.write_text("\n".join(lines) + "\n")
+    proc = run_broker(node.config)
+    assert proc.returncode == 1
+    assert "listener SSL maps to SSL" in proc.stderr and "only PLAINTEXT is served" in proc.stderr
+    assert "Traceback" not in proc.stderr
