@@ -100,15 +100,11 @@ def full_run(log_dir: Path, master: str) -> Any:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--records", type=int, default=int(os.environ.get("KRAFTPY_BENCH_RECORDS", DEFAULT_RECORDS))
-    )
+    p.add_argument("--records", type=int, default=int(os.environ.get("KRAFTPY_BENCH_RECORDS", DEFAULT_RECORDS)))
     p.add_argument("--log-dir", type=Path, help="where to write (or reuse) the generated log")
     p.add_argument("--range-bytes", type=int, default=8 << 20, help="bytes per decoding task")
     p.add_argument("--skip-full", action="store_true", help="skip the full run_analysis measurement")
-    p.add_argument(
-        "--repeat", type=int, default=1, help="alternate the decode measurements N times, keep the best"
-    )
+    p.add_argument("--repeat", type=int, default=1, help="alternate the decode measurements N times, keep the best")
     args = p.parse_args()
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -132,10 +128,8 @@ def main() -> int:
         t = time.perf_counter()
         ranges, records = _ranges(log_dir, args.range_bytes)
         scan_s = time.perf_counter() - t
-        print(
-            f"log: {records:,} records, {size / 2**20:.1f} MiB in {len(list(log_dir.glob('*.log')))} segments; "
-            f"header scan {scan_s:.2f} s ({len(ranges)} ranges of ~{args.range_bytes >> 20} MiB)"
-        )
+        print(f"log: {records:,} records, {size / 2**20:.1f} MiB in {len(list(log_dir.glob('*.log')))} segments; "
+              f"header scan {scan_s:.2f} s ({len(ranges)} ranges of ~{args.range_bytes >> 20} MiB)")
 
         # Other work on the machine skews one pass; with --repeat the passes alternate and the best counts.
         best: dict[str, float] = {}
@@ -149,27 +143,20 @@ def main() -> int:
                 n, s, startup = spark_decode(master, ranges)
                 assert n == records, (master, n, records)
                 best[master] = max(best.get(master, 0.0), n / s)
-                print(
-                    f"spark {master}{tag}{'':<{10 - len(master)}} : {n / s:>10,.0f} records/s  "
-                    f"({s:.1f} s; session start-up {startup:.1f} s)",
-                    flush=True,
-                )
+                print(f"spark {master}{tag}{'':<{10 - len(master)}} : {n / s:>10,.0f} records/s  "
+                      f"({s:.1f} s; session start-up {startup:.1f} s)", flush=True)
         eff = best["local[2]"] / best["local[1]"] / 2
-        print(
-            f"best records/s: single process {best['single']:,.0f}, local[1] {best['local[1]']:,.0f}, "
-            f"local[2] {best['local[2]']:,.0f}"
-        )
+        print(f"best records/s: single process {best['single']:,.0f}, local[1] {best['local[1]']:,.0f}, "
+              f"local[2] {best['local[2]']:,.0f}")
         print(f"parallel efficiency    : {eff:.0%}  (local[2] vs local[1] on {os.cpu_count()} cores)")
         print(f"spark local[2] vs one process: {best['local[2]'] / best['single']:.2f}x")
 
         if not args.skip_full:
             summary = full_run(log_dir, "local[2]")
             sec = summary.seconds
-            print(
-                f"full run_analysis local[2]: {summary.records:,} records; ingest (decode + Parquet) "
-                f"{summary.records / sec['decode']:,.0f} records/s ({sec['decode']:.1f} s); "
-                f"derived tables {sec.get('state tables', 0) + sec.get('analyses', 0):.1f} s; total {sec['total']:.1f} s"
-            )
+            print(f"full run_analysis local[2]: {summary.records:,} records; ingest (decode + Parquet) "
+                  f"{summary.records / sec['decode']:,.0f} records/s ({sec['decode']:.1f} s); "
+                  f"derived tables {sec.get('state tables', 0) + sec.get('analyses', 0):.1f} s; total {sec['total']:.1f} s")
             slowest = sorted(((v, k[6:]) for k, v in sec.items() if k.startswith("table ")), reverse=True)[:4]
             print("  slowest tables: " + ", ".join(f"{name} {v:.1f} s" for v, name in slowest))
         print(f"load average at end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")

@@ -38,9 +38,7 @@ def summary_of(out: Path) -> Summary:
 
 
 @pytest.fixture(scope="module")
-def analyzed(
-    spark: Any, samples_dir: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Callable[[str], Path]:
+def analyzed(spark: Any, samples_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], Path]:
     """Each real sample analysed once (read in place), shared by the tests of this module."""
     done: dict[str, Path] = {}
 
@@ -74,11 +72,8 @@ def test_real_kafka_log_gives_every_table_and_the_image_state(
     for t in (RECORDS, *DERIVED_TABLES):
         assert (out / t).is_dir(), t
     s = summary_of(out)
-    decoded = sum(
-        len(b.records)
-        for seg in list_log_files(samples_dir / name).segments
-        for b in iter_batches(seg.path.read_bytes())
-    )
+    decoded = sum(len(b.records) for seg in list_log_files(samples_dir / name).segments
+                  for b in iter_batches(seg.path.read_bytes()))
     assert s.records == decoded == table(spark, out, RECORDS).count()
     assert s.corrupt_batches == [] and s.dir_failures == []
 
@@ -105,9 +100,7 @@ def test_ldi_poc_every_replica_is_in_its_one_directory(analyzed: Callable[[str],
     assert {d for r in latest for d in r["directories"]} == {LDI_DIR}
     balance = table(spark, out, "dir_balance").collect()
     assert [(r["broker_id"], r["directory"], r["replicas"]) for r in balance] == [(1, LDI_DIR, 54)]
-    current_dirs = (
-        table(spark, out, "replica_dirs").filter("current").select("directory").distinct().collect()
-    )
+    current_dirs = table(spark, out, "replica_dirs").filter("current").select("directory").distinct().collect()
     assert [r["directory"] for r in current_dirs] == [LDI_DIR]
 
 
@@ -145,25 +138,18 @@ def test_dir_failure_recovery_latency_and_incremental_rerun(tmp_path: Path, spar
     assert sorted(per_part) == [0, 2, 3]
     assert [per_part[p]["latency_ms"] for p in (0, 2, 3)] == [0, 0, 31_000]
     leaderless = table(spark, out, "leaderless").collect()
-    assert [(r["partition_id"], r["total_ms"], r["still_leaderless"]) for r in leaderless] == [
-        (3, 31_000, False)
-    ]
+    assert [(r["partition_id"], r["total_ms"], r["still_leaderless"]) for r in leaderless] == [(3, 31_000, False)]
 
     tl = {r["timestamp"]: r for r in table(spark, out, "timeline").orderBy("seq").collect()}
     # A1 fails: three replicas offline, p3 leaderless; broker 1 re-registers fenced: all four of its
     # replicas offline; unfenced: none.
     assert (tl[story.failure_ms]["offline_replicas"], tl[story.failure_ms]["leaderless_partitions"]) == (3, 1)
     assert tl[story.back_ms]["offline_replicas"] == 4
-    assert (tl[story.recovered_ms]["offline_replicas"], tl[story.recovered_ms]["leaderless_partitions"]) == (
-        0,
-        0,
-    )
+    assert (tl[story.recovered_ms]["offline_replicas"], tl[story.recovered_ms]["leaderless_partitions"]) == (0, 0)
 
     moves = table(spark, out, "replica_dirs").filter("broker_id = 1").collect()
     assert all(r["current"] for r in moves) and len(moves) == 4
-    states = [
-        r["state"] for r in table(spark, out, "brokers").filter("broker_id = 1").orderBy("seq").collect()
-    ]
+    states = [r["state"] for r in table(spark, out, "brokers").filter("broker_id = 1").orderBy("seq").collect()]
     assert states == ["fenced", "unfenced", "unfenced", "fenced", "unfenced"]
 
     html = (out / REPORT_FILE).read_text()

@@ -78,13 +78,8 @@ def test_base_snapshot_only_when_segments_do_not_start_at_zero(tmp_path: Path, s
     assert plan.base_snapshot is not None and plan.base_snapshot.end_offset == 17
     assert plan.base_snapshot.timestamp == story.t0 + 7000
     assert [t.source for t in plan.tasks] == [SNAPSHOT, SEGMENT]
-    snap = scan_file(
-        plan.tasks[0].path,
-        SNAPSHOT,
-        range_bytes=1 << 20,
-        snapshot_end_offset=17,
-        snapshot_timestamp=plan.base_snapshot.timestamp,
-    )
+    snap = scan_file(plan.tasks[0].path, SNAPSHOT, range_bytes=1 << 20, snapshot_end_offset=17,
+                     snapshot_timestamp=plan.base_snapshot.timestamp)
     rows = [r for rng in snap.ranges for r in _rows(rng)]
     data = [r for r in rows if not r[5]]
     assert len(data) == 17
@@ -162,9 +157,8 @@ def _checkpoint_after_first_run(log_dir: Path) -> Checkpoint:
     cp = Checkpoint(log_dir=str(files.directory.resolve()))
     for seg in files.segments:
         scan = scan_file(seg.path, SEGMENT, range_bytes=1 << 20)
-        cp.files[seg.name] = FileState(
-            SEGMENT, scan.good_end, scan.last_offset, scan.last_batch_pos, scan.last_batch_crc
-        )
+        cp.files[seg.name] = FileState(SEGMENT, scan.good_end, scan.last_offset, scan.last_batch_pos,
+                                       scan.last_batch_crc)
         cp.last_offset = max(cp.last_offset, scan.last_offset or -1)
     return cp
 
@@ -186,10 +180,8 @@ def test_rerun_reads_only_growth_and_new_segments(tmp_path: Path) -> None:
         ("00000000000000000000.log", first_size),
         ("00000000000000000026.log", 0),
     ]
-    scans = [
-        scan_file(t.path, t.source, start=t.start, range_bytes=1 << 20, after_offset=cp.last_offset)
-        for t in plan.tasks
-    ]
+    scans = [scan_file(t.path, t.source, start=t.start, range_bytes=1 << 20, after_offset=cp.last_offset)
+             for t in plan.tasks]
     assert scans[0].first_offset == cp.last_offset + 1
 
     assert plan_ingest(list_log_files(tmp_path), cp, full=True).rebuild
@@ -207,7 +199,7 @@ def test_rewritten_or_lost_history_forces_a_rebuild(tmp_path: Path) -> None:
     plan = plan_ingest(list_log_files(tmp_path), cp, full=False)
     assert plan.rebuild and "rewritten" in (plan.reason or "")
 
-    seg.path.write_bytes(data[:last_pos])
+    seg.path.write_bytes(data[: last_pos])
     plan = plan_ingest(list_log_files(tmp_path), cp, full=False)
     assert plan.rebuild and "shrank" in (plan.reason or "")
 
@@ -218,13 +210,8 @@ def test_rewritten_or_lost_history_forces_a_rebuild(tmp_path: Path) -> None:
 
 
 def test_aborted_and_open_transactions_are_left_out_of_replay() -> None:
-    markers = [
-        (5, BEGIN_TRANSACTION),
-        (9, END_TRANSACTION),
-        (12, BEGIN_TRANSACTION),
-        (15, ABORT_TRANSACTION),
-        (20, BEGIN_TRANSACTION),
-    ]
+    markers = [(5, BEGIN_TRANSACTION), (9, END_TRANSACTION), (12, BEGIN_TRANSACTION), (15, ABORT_TRANSACTION),
+               (20, BEGIN_TRANSACTION)]
     assert excluded_ranges(markers) == ([(12, 15), (20, None)], 20)
     assert excluded_ranges([(1, BEGIN_TRANSACTION), (2, END_TRANSACTION)]) == ([], None)
 

@@ -52,27 +52,17 @@ def test_a_migration_in_the_log(spark: Any, tmp_path: Path) -> None:
     assert (aborted["outcome"], aborted["abort_reason"]) == ("aborted", "Controller failover")
     assert aborted["record_types"] == story.aborted_record_types
     assert committed["outcome"] == "committed"
-    assert (committed["begin_offset"], committed["end_offset"]) == (
-        story.copy_begin_offset,
-        story.copy_end_offset,
-    )
+    assert (committed["begin_offset"], committed["end_offset"]) == (story.copy_begin_offset, story.copy_end_offset)
     assert committed["records"] == story.copy_records
     assert committed["record_types"] == story.copy_record_types
     assert committed["ms"] == committed["end_timestamp"] - committed["begin_timestamp"] == 3
     assert [(r["node_id"], r["registered_as"]) for r in m["registrations"]] == [
-        (story.controller_id, CONTROLLER_READY),
-        (1, ZK_BROKER),
-        (2, ZK_BROKER),
-        (1, KRAFT_BROKER),
-        (2, KRAFT_BROKER),
+        (story.controller_id, CONTROLLER_READY), (1, ZK_BROKER), (2, ZK_BROKER), (1, KRAFT_BROKER), (2, KRAFT_BROKER),
     ]
     brokers = {b["broker_id"]: b for b in m["brokers"]}
     assert {b: (x["replicas"], x["still_migrating"]) for b, x in brokers.items()} == {1: (3, 0), 2: (3, 0)}
     assert {b: x["last_placed_timestamp"] for b, x in brokers.items()} == story.placed_ms
-    assert (
-        m["verdict"]
-        == f"migration finalized at offset {m['states'][-1]['offset']}; every replica on a real directory"
-    )
+    assert m["verdict"] == f"migration finalized at offset {m['states'][-1]['offset']}; every replica on a real directory"
 
     # Up to 3 as the copy creates them, each broker's count falls to 0 only when that broker places its own.
     counts = _migrating_counts(spark, out)
@@ -83,17 +73,13 @@ def test_a_migration_in_the_log(spark: Any, tmp_path: Path) -> None:
     assert table(spark, out, "migration").filter("event = 'state'").count() == 3
     assert table(spark, out, "dir_balance").filter(f"directory = '{MIGRATING}'").count() == 0
     report = (out / REPORT_FILE).read_text()
-    section = report[report.index("<h2>ZooKeeper migration</h2>") :]
+    section = report[report.index("<h2>ZooKeeper migration</h2>"):]
     section = section[: section.index("<h2>", 4)]
     assert m["verdict"] in section and "committed" in section and "aborted (Controller failover)" in section
-    assert (
-        "ProducerIdsRecord 1" in section and "MIGRATING replicas per broker" in section and "<svg" in section
-    )
+    assert "ProducerIdsRecord 1" in section and "MIGRATING replicas per broker" in section and "<svg" in section
 
 
-def test_in_dual_write_the_zookeeper_brokers_migrating_replicas_are_online(
-    spark: Any, tmp_path: Path
-) -> None:
+def test_in_dual_write_the_zookeeper_brokers_migrating_replicas_are_online(spark: Any, tmp_path: Path) -> None:
     """The log as it stands before any broker restarted in KRaft mode: every replica is MIGRATING on
     multi-dir brokers, and online, since they are ZooKeeper brokers in migration (one rule)."""
     story = _write_until(tmp_path, 2003)

@@ -7,21 +7,14 @@ from tools.analytics.summary import MigratingBroker, MigrationCopy, MigrationSta
 
 def _copy(outcome: str, begin: int, end: int | None) -> MigrationCopy:
     return MigrationCopy(
-        begin_offset=begin,
-        begin_timestamp=0,
-        outcome=outcome,
-        end_offset=end,
-        end_timestamp=None,
-        records=0,
-        record_types={},
-        ms=None,
+        begin_offset=begin, begin_timestamp=0, outcome=outcome, end_offset=end, end_timestamp=None,
+        records=0, record_types={}, ms=None,
     )
 
 
 def _broker(broker_id: int, still: int) -> MigratingBroker:
-    return MigratingBroker(
-        broker_id, replicas=12, still_migrating=still, last_placed_timestamp=None, last_placed_offset=None
-    )
+    return MigratingBroker(broker_id, replicas=12, still_migrating=still, last_placed_timestamp=None,
+                           last_placed_offset=None)
 
 
 def test_dual_write_names_the_brokers_still_migrating() -> None:

@@ -61,10 +61,7 @@ class StandaloneCluster:
         log = log_path.open("wb")
         proc = subprocess.Popen(
             [str(self.spark_home / "bin" / "spark-class"), *args],
-            env=self.env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+            env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             preexec_fn=_die_with_parent,
         )
         self.procs.append((proc, log))
@@ -72,48 +69,27 @@ class StandaloneCluster:
 
     def start(self) -> None:
         master_log = self._start(
-            "master",
-            "org.apache.spark.deploy.master.Master",
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--webui-port",
-            str(self.ui_ports[0]),
+            "master", "org.apache.spark.deploy.master.Master",
+            "--host", "127.0.0.1", "--port", str(self.port), "--webui-port", str(self.ui_ports[0]),
         )
         self._wait(lambda: _accepts(self.port), "the master to listen", master_log)
         for i in (1, 2):
             work = self.root / f"worker{i}"
             work.mkdir()
             self._start(
-                f"worker{i}",
-                "org.apache.spark.deploy.worker.Worker",
-                self.url,
-                "--host",
-                "127.0.0.1",
-                "--cores",
-                "1",
-                "--memory",
-                "1g",
-                "--webui-port",
-                str(self.ui_ports[i]),
-                "--work-dir",
-                str(work),
+                f"worker{i}", "org.apache.spark.deploy.worker.Worker", self.url,
+                "--host", "127.0.0.1", "--cores", "1", "--memory", "1g",
+                "--webui-port", str(self.ui_ports[i]), "--work-dir", str(work),
             )
-        self._wait(
-            lambda: master_log.read_text(errors="replace").count("Registering worker") >= 2,
-            "two workers to register",
-            master_log,
-        )
+        self._wait(lambda: master_log.read_text(errors="replace").count("Registering worker") >= 2,
+                   "two workers to register", master_log)
 
     def _wait(self, ready: Any, what: str, log: Path) -> None:
         deadline = time.monotonic() + START_TIMEOUT
         while not ready():
             for proc, _ in self.procs:
                 if proc.poll() is not None:
-                    pytest.fail(
-                        f"a Spark process exited while waiting for {what}:\n{log.read_text()[-3000:]}"
-                    )
+                    pytest.fail(f"a Spark process exited while waiting for {what}:\n{log.read_text()[-3000:]}")
             if time.monotonic() > deadline:
                 pytest.fail(f"timed out waiting for {what}:\n{log.read_text()[-3000:]}")
             time.sleep(0.5)
@@ -175,38 +151,19 @@ def test_spark_submit_to_a_standalone_cluster(cluster: StandaloneCluster, spark:
     story = write_dir_failure_log(log)
     out = tmp_path / "out"
     result = subprocess.run(
-        [
-            str(cluster.spark_home / "bin" / "spark-submit"),
-            "--master",
-            cluster.url,
-            "--conf",
-            "spark.executor.memory=512m",
-            "--conf",
-            "spark.driver.host=127.0.0.1",
-            "--conf",
-            f"spark.driver.extraJavaOptions={driver_java_options(quick=True)}",
-            "--conf",
-            f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
-            str(REPO / "tools" / "analytics" / "job.py"),
-            str(log),
-            "--out",
-            str(out),
-            "--range-bytes",
-            "400",
-            "--no-report",
-        ],
-        env=cluster.env,
-        capture_output=True,
-        text=True,
-        timeout=600,
+        [str(cluster.spark_home / "bin" / "spark-submit"), "--master", cluster.url,
+         "--conf", "spark.executor.memory=512m", "--conf", "spark.driver.host=127.0.0.1",
+         "--conf", f"spark.driver.extraJavaOptions={driver_java_options(quick=True)}",
+         "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
+         str(REPO / "tools" / "analytics" / "job.py"),
+         str(log), "--out", str(out), "--range-bytes", "400", "--no-report"],
+        env=cluster.env, capture_output=True, text=True, timeout=600,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     summary = json.loads((out / SUMMARY_FILE).read_text())
     assert summary["master"] == cluster.url
     assert summary["ranges"] >= 4 and summary["records"] == 33
-    assert sorted(r["offset"] for r in table(spark, out, "records").select("offset").collect()) == list(
-        range(33)
-    )
+    assert sorted(r["offset"] for r in table(spark, out, "records").select("offset").collect()) == list(range(33))
     [failure] = summary["dir_failures"]
     assert failure["directory"] == str(story.failed_dir)
     assert failure["recovery_latency_ms"] == story.recovered_ms - story.failure_ms

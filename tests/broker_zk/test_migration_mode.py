@@ -64,9 +64,7 @@ def config(**extra: str) -> KafkaConfig:
 
 
 def claim(brokerid: int, kraft_epoch: int = -1) -> znodes.ControllerZnode:
-    return znodes.ControllerZnode(
-        brokerid=brokerid, timestamp="1700000000000", kraftControllerEpoch=kraft_epoch
-    )
+    return znodes.ControllerZnode(brokerid=brokerid, timestamp="1700000000000", kraftControllerEpoch=kraft_epoch)
 
 
 # ---- whom to ask ---------------------------------------------------------------------------------
@@ -83,12 +81,7 @@ def test_a_kraft_claim_on_controller_sends_requests_to_that_voter() -> None:
 def test_a_zookeeper_controller_is_found_among_the_brokers() -> None:
     cfg = config(**VOTERS)
     other = controller_target(cfg, 1, claim(2))
-    assert (other.kind, other.controller_id, other.url, other.kraft) == (
-        ControllerKind.ZK_BROKER,
-        2,
-        None,
-        False,
-    )
+    assert (other.kind, other.controller_id, other.url, other.kraft) == (ControllerKind.ZK_BROKER, 2, None, False)
     assert controller_target(cfg, 1, claim(1)).kind is ControllerKind.SELF
     nobody = controller_target(cfg, 1, None)
     assert nobody.kind is ControllerKind.NONE and nobody.may_elect
@@ -127,9 +120,7 @@ def test_the_broker_epoch_a_request_is_fenced_with() -> None:
     kraft = fencing_broker_epoch(kraft_controller_request=True, zk_epoch=ZK_CZXID, kraft_epoch=41)
     assert kraft == 41
     assert fencing_broker_epoch(kraft_controller_request=False, zk_epoch=ZK_CZXID, kraft_epoch=41) == ZK_CZXID
-    assert (
-        fencing_broker_epoch(kraft_controller_request=True, zk_epoch=ZK_CZXID, kraft_epoch=None) == ZK_CZXID
-    )
+    assert fencing_broker_epoch(kraft_controller_request=True, zk_epoch=ZK_CZXID, kraft_epoch=None) == ZK_CZXID
 
 
 class _LogManager:
@@ -362,9 +353,7 @@ def test_a_plain_broker_survives_the_failure_of_its_metadata_log_dir(rig: Migrat
     assert node.proc is not None
     shutil.rmtree(node.log_dirs[0])
     proc = node.proc
-    wait_until(
-        "the KIP-112 notification", lambda: "log dir failure notified" in proc.log_tail(200) or None, 20
-    )
+    wait_until("the KIP-112 notification", lambda: "log dir failure notified" in proc.log_tail(200) or None, 20)
 
     def offline() -> dict[str, Any] | None:
         h = _health(node.port)

@@ -417,9 +417,7 @@ async def test_partition_states_drive_the_replica_manager_without_an_image(
     assert (await produce(dp, batch([b"b"]), partition=1, acks=1)).ErrorCode == 0
 
 
-async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(
-    plane: tuple[DataPlane, Host],
-) -> None:
+async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(plane: tuple[DataPlane, Host]) -> None:
     from prometheus_client import generate_latest
 
     from protocol.transport import REGISTRY, create_app
@@ -453,9 +451,7 @@ async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(
     assert "made-up" not in text
 
 
-async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(
-    plane: tuple[DataPlane, Host],
-) -> None:
+async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(plane: tuple[DataPlane, Host]) -> None:
     from prometheus_client import generate_latest
 
     from protocol.transport import REGISTRY, create_app

@@ -73,9 +73,7 @@ def test_a_dir_dropped_from_log_dirs_and_restored(make_cluster, tmp_path: Path) 
     on_dropped = sorted(p.name for p in dropped.iterdir() if p.name.startswith(f"{TOPIC}-"))
     assert on_dropped, "choose_dir spreads the replicas: the dropped dir holds some"
     config = Path(broker.config)
-    full = next(line for line in config.read_text().splitlines() if line.startswith("log.dirs=")).split(
-        "=", 1
-    )[1]
+    full = next(line for line in config.read_text().splitlines() if line.startswith("log.dirs=")).split("=", 1)[1]
 
     def all_in(dir_id: Uuid | None) -> bool:
         image = cluster.image()
@@ -83,16 +81,13 @@ def test_a_dir_dropped_from_log_dirs_and_restored(make_cluster, tmp_path: Path) 
             return False
         topic = image.topics.get_topic(TOPIC)
         return all(
-            part.directories[part.replicas.index(1)] == dir_id and 1 in part.isr
-            for part in topic.partitions.values()
+            part.directories[part.replicas.index(1)] == dir_id and 1 in part.isr for part in topic.partitions.values()
         )
 
     cluster.stop_node(broker.name)
     _set_log_dirs(config, [str(kept)])
     cluster.start_node(broker.name)
-    cluster.wait_until(
-        lambda v: all_in(kept_id), WAIT_S, "every replica of broker 1 made again in its one dir"
-    )
+    cluster.wait_until(lambda v: all_in(kept_id), WAIT_S, "every replica of broker 1 made again in its one dir")
     more_acks(producer, 50)
 
     cluster.stop_node(broker.name)

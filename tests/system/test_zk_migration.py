@@ -116,15 +116,8 @@ def test_a_rollback_before_finalizing_and_a_second_attempt(tmp_path: Path) -> No
         producer = start_traffic(cluster, "made-in-kraft", tmp_path / "acks.txt")
 
         again = run_kraftpy(
-            "migrate",
-            "--work-dir",
-            str(work),
-            "--controllers",
-            "1",
-            "--timeout",
-            STEP_TIMEOUT_S,
-            check=False,
-            timeout=900,
+            "migrate", "--work-dir", str(work), "--controllers", "1", "--timeout", STEP_TIMEOUT_S,
+            check=False, timeout=900,
         )
         assert again.returncode == 0, again.stdout + again.stderr
         status = json.loads(run_kraftpy("cluster", "status", "--work-dir", str(work), "--json").stdout)
