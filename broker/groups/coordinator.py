@@ -112,6 +112,10 @@ class GroupCoordinator:
             return Errors.NOT_COORDINATOR
         return Errors.NONE
 
+    def group_error(self, group_id: str) -> Errors:
+        """INVALID_GROUP_ID for an empty id, else whether this broker coordinates the group now."""
+        return Errors.INVALID_GROUP_ID if not group_id else self.owner_error(group_id)
+
     def begin_load(self, partition: int) -> None:
         self.loading.add(partition)
 
@@ -192,9 +196,7 @@ class GroupCoordinator:
             return out
 
         gid = req.GroupId
-        if not gid:
-            return fail(Errors.INVALID_GROUP_ID)
-        if (err := self.owner_error(gid)) is not Errors.NONE:
+        if (err := self.group_error(gid)) is not Errors.NONE:
             return fail(err)
         cfg = self.config
         if not cfg.min_session_timeout_ms <= req.SessionTimeoutMs <= cfg.max_session_timeout_ms:
@@ -506,9 +508,7 @@ class GroupCoordinator:
             return out
 
         gid = req.GroupId
-        if not gid:
-            return fail(Errors.INVALID_GROUP_ID)
-        if (err := self.owner_error(gid)) is not Errors.NONE:
+        if (err := self.group_error(gid)) is not Errors.NONE:
             return fail(err)
         generation = req.GenerationIdOrMemberEpoch
         group = self.groups.get(gid)

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from broker.dataplane import CLIENT_APIS
 from protocol.rpc import API_SPECS
 from protocol.rpc.broker_fetch import FETCH_SPEC
 from protocol.rpc.spec import ApiSpec
@@ -19,29 +20,8 @@ from protocol.wire.codec import wire_api
 from protocol.wire.schema import wire_schema
 from tests.wire.kafka_json import OWN_TAGS, differences, kafka_schema
 
-CLIENT_API_NAMES = (
-    "ApiVersions",
-    "Produce",
-    "Fetch",
-    "ListOffsets",
-    "OffsetForLeaderEpoch",
-    "Metadata",
-    "InitProducerId",
-    "CreateTopics",
-    "DeleteTopics",
-    "DescribeLogDirs",
-    "DescribeCluster",
-    "DescribeConfigs",
-    "FindCoordinator",
-    "JoinGroup",
-    "Heartbeat",
-    "LeaveGroup",
-    "SyncGroup",
-    "DescribeGroups",
-    "ListGroups",
-    "OffsetCommit",
-    "OffsetFetch",
-)
+# every API a broker's Kafka listener serves
+CLIENT_API_NAMES = ("ApiVersions", *CLIENT_APIS)
 
 
 def _spec(name: str) -> ApiSpec:
