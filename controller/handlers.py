@@ -83,6 +83,9 @@ class ControllerApis:
             ),
             "CreateTopics": write("createTopics", lambda core, r, v, ctx: core.create_topics(r, v)),
             "DeleteTopics": write("deleteTopics", lambda core, r, v, ctx: core.delete_topics(r, v)),
+            "CreatePartitions": write(
+                "createPartitions", lambda core, r, v, ctx: core.create_partitions(r, v)
+            ),
             "AlterPartition": write("alterPartition", lambda core, r, v, ctx: core.alter_partition(r, v)),
             "AllocateProducerIds": write(
                 "allocateProducerIds", lambda core, r, v, ctx: core.allocate_producer_ids(r, v)

@@ -61,6 +61,7 @@ CLIENT_APIS = (
     "Metadata",
     "InitProducerId",
     "CreateTopics",
+    "CreatePartitions",
     "DeleteTopics",
     "DescribeLogDirs",
     "DescribeCluster",
@@ -112,6 +113,7 @@ class DataPlane:
             "DescribeConfigs": a.describe_configs,
             "InitProducerId": a.init_producer_id,
             "CreateTopics": a.create_topics,
+            "CreatePartitions": a.create_partitions,
             "DeleteTopics": a.delete_topics,
             **self.groups.handlers(),
         }

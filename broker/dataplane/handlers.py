@@ -19,6 +19,7 @@ from kraftpy.image import MetadataImage
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.broker_fetch import EpochEndOffset as FetchEpochEndOffset
 from protocol.rpc.broker_fetch import FetchRequest, FetchResponse, LeaderIdAndEpoch
+from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.rpc.describe_cluster import (
@@ -409,6 +410,12 @@ class DataPlaneHandlers:
 
     async def create_topics(self, req: CreateTopicsRequest, version: int) -> CreateTopicsResponse:
         resp: CreateTopicsResponse = await self.host.controller.call("CreateTopics", req, version, timeout=30)
+        return resp
+
+    async def create_partitions(self, req: CreatePartitionsRequest, version: int) -> CreatePartitionsResponse:
+        resp: CreatePartitionsResponse = await self.host.controller.call(
+            "CreatePartitions", req, version, timeout=30
+        )
         return resp
 
     async def delete_topics(self, req: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:

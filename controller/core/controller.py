@@ -47,6 +47,7 @@ from protocol.rpc.alter_partition import AlterPartitionRequest, AlterPartitionRe
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.rpc.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.rpc.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -246,6 +247,11 @@ class QuorumControllerCore:
 
     def create_topics(self, req: CreateTopicsRequest, version: int) -> ControllerResult[CreateTopicsResponse]:
         return self._run("CreateTopics", lambda: _topics.create_topics(self.m, req, version))
+
+    def create_partitions(
+        self, req: CreatePartitionsRequest, version: int
+    ) -> ControllerResult[CreatePartitionsResponse]:
+        return self._run("CreatePartitions", lambda: _topics.create_partitions(self.m, req, version))
 
     def delete_topics(self, req: DeleteTopicsRequest, version: int) -> ControllerResult[DeleteTopicsResponse]:
         return self._run("DeleteTopics", lambda: _topics.delete_topics(self.m, req, version))

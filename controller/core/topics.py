@@ -1,4 +1,4 @@
-"""CreateTopics and DeleteTopics (reference 7.12).
+"""CreateTopics, CreatePartitions and DeleteTopics (reference 7.12).
 
 A new partition's replicas come from the striped placer (or the manual assignment), each with its
 broker's default directory; its ISR is the replicas whose brokers are active; its leader is the
@@ -21,6 +21,7 @@ from kraftpy.metadata import NO_LEADER, ConfigResourceType, LeaderRecoveryState
 from protocol.errors import Errors, KafkaError
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import ConfigRecord, PartitionRecord, RemoveTopicRecord, TopicRecord
+from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.uuid import Uuid
@@ -107,6 +108,52 @@ def _manual_assignment(m: ControllerManagers, topic: CreateTopicsRequest.Creatab
     return assignment
 
 
+def _partition_records(
+    m: ControllerManagers,
+    view: OperationView,
+    topic_id: Uuid,
+    first_index: int,
+    assignment: list[list[int]],
+    manual: bool,
+) -> list[ApiMessageAndVersion]:
+    """PartitionRecords for new partitions `first_index`, ... placed by `assignment`."""
+    mv = m.features.metadata_version
+    accept = m.replication.acceptor(view)
+    out = []
+    for index, replicas in enumerate(assignment, start=first_index):
+        directories = [default_dir(m.cluster.registration(b), mv) for b in replicas]
+        isr = [b for b in replicas if m.cluster.is_active(b)]
+        if not isr:
+            if manual:
+                raise KafkaError(
+                    Errors.INVALID_REPLICA_ASSIGNMENT,
+                    f"All brokers specified in the manual partition assignment for partition {index} are fenced or in controlled shutdown.",
+                )
+            raise KafkaError(
+                Errors.INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently fenced or in controlled shutdown.",
+            )
+        by_broker = dict(zip(replicas, directories, strict=True))
+        leader = next((b for b in isr if accept(b, by_broker[b])), NO_LEADER)
+        fields: dict[str, object] = {
+            "PartitionId": index,
+            "TopicId": topic_id,
+            "Replicas": list(replicas),
+            "Isr": isr,
+            "RemovingReplicas": [],
+            "AddingReplicas": [],
+            "Leader": leader,
+            "LeaderRecoveryState": LeaderRecoveryState.RECOVERED.value,
+            "LeaderEpoch": 0,
+            "PartitionEpoch": 0,
+        }
+        version = partition_record_version(mv)
+        if version >= 1:
+            fields["Directories"] = directories
+        out.append(ApiMessageAndVersion(PartitionRecord(**fields), version))
+    return out
+
+
 def _create_topic(
     m: ControllerManagers,
     topic: CreateTopicsRequest.CreatableTopic,
@@ -141,41 +188,8 @@ def _create_topic(
         placer = StripedReplicaPlacer(m.random)
         assignment = placer.place(num_partitions, replication_factor, m.cluster.usable_brokers())
 
-    mv = m.features.metadata_version
-    accept = m.replication.acceptor(view)
-    partition_records = []
     topic_id = new_topic_id(m)
-    for index, replicas in enumerate(assignment):
-        directories = [default_dir(m.cluster.registration(b), mv) for b in replicas]
-        isr = [b for b in replicas if m.cluster.is_active(b)]
-        if not isr:
-            if manual:
-                raise KafkaError(
-                    Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"All brokers specified in the manual partition assignment for partition {index} are fenced or in controlled shutdown.",
-                )
-            raise KafkaError(
-                Errors.INVALID_REPLICATION_FACTOR,
-                f"Unable to replicate the partition {len(replicas)} time(s): All brokers are currently fenced or in controlled shutdown.",
-            )
-        by_broker = dict(zip(replicas, directories, strict=True))
-        leader = next((b for b in isr if accept(b, by_broker[b])), NO_LEADER)
-        fields: dict[str, object] = {
-            "PartitionId": index,
-            "TopicId": topic_id,
-            "Replicas": list(replicas),
-            "Isr": isr,
-            "RemovingReplicas": [],
-            "AddingReplicas": [],
-            "Leader": leader,
-            "LeaderRecoveryState": LeaderRecoveryState.RECOVERED.value,
-            "LeaderEpoch": 0,
-            "PartitionEpoch": 0,
-        }
-        version = partition_record_version(mv)
-        if version >= 1:
-            fields["Directories"] = directories
-        partition_records.append(ApiMessageAndVersion(PartitionRecord(**fields), version))
+    partition_records = _partition_records(m, view, topic_id, 0, assignment, manual)
 
     records.append(ApiMessageAndVersion(TopicRecord(Name=topic.Name, TopicId=topic_id), 0))
     for name, value in configs.items():
@@ -292,3 +306,89 @@ def delete_topics(
             records.append(ApiMessageAndVersion(RemoveTopicRecord(TopicId=info.id), 0))
         results.append(R(Name=info.name, TopicId=info.id, ErrorCode=0))
     return ControllerResult.atomic_of(records, DeleteTopicsResponse(Responses=results))
+
+
+def create_partitions(
+    m: ControllerManagers, req: CreatePartitionsRequest, version: int
+) -> ControllerResult[CreatePartitionsResponse]:
+    """Grow topics: new partitions placed like a new topic's (or as assigned), with the topic's
+    replication factor; one PartitionRecord each, all in one batch."""
+    R = CreatePartitionsResponse.CreatePartitionsTopicResult
+    records: list[ApiMessageAndVersion] = []
+    view = OperationView()
+    results = []
+    duplicated = {n for n, k in Counter(t.Name for t in req.Topics).items() if k > 1}
+    in_cluster = m.replication.partition_count()
+    added = 0
+    for topic in req.Topics:
+        if topic.Name in duplicated:
+            results.append(
+                R(
+                    Name=topic.Name,
+                    ErrorCode=int(Errors.INVALID_REQUEST),
+                    ErrorMessage="Duplicate topic name.",
+                )
+            )
+            continue
+        try:
+            new = _grow_topic(m, topic, view, in_cluster + added)
+            records.extend(new)
+            added += len(new)
+            results.append(R(Name=topic.Name))
+        except KafkaError as e:
+            results.append(R(Name=topic.Name, ErrorCode=int(e.code), ErrorMessage=e.message))
+    result = ControllerResult.atomic_of(records, CreatePartitionsResponse(Results=results))
+    return result.without_records() if req.ValidateOnly else result
+
+
+def _grow_topic(
+    m: ControllerManagers,
+    topic: CreatePartitionsRequest.CreatePartitionsTopic,
+    view: OperationView,
+    partitions: int,
+) -> list[ApiMessageAndVersion]:
+    topic_id = m.replication.topics_by_name.get(topic.Name)
+    if topic_id is None:
+        raise KafkaError(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"Topic '{topic.Name}' does not exist.")
+    existing = m.replication.topics[topic_id].partitions
+    current = len(existing)
+    if topic.Count < current:
+        raise KafkaError(
+            Errors.INVALID_PARTITIONS,
+            f"The topic {topic.Name} currently has {current} partition(s); {topic.Count} would not be an increase.",
+        )
+    if topic.Count == current:
+        raise KafkaError(Errors.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
+    more = topic.Count - current
+    cfg = m.config
+    if more > cfg.max_partitions_per_request or partitions + more > cfg.max_partitions:
+        raise KafkaError(
+            Errors.POLICY_VIOLATION,
+            f"Adding {more} partition(s) would exceed kraftpy.max.partitions.per.request="
+            f"{cfg.max_partitions_per_request} or kraftpy.max.partitions={cfg.max_partitions}.",
+        )
+    width = len(existing[min(existing)].replicas)
+    if topic.Assignments is not None:
+        if len(topic.Assignments) != more:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"Attempted to add {more} additional partition(s), but only {len(topic.Assignments)} "
+                "assignment(s) were specified.",
+            )
+        as_creatable = CreateTopicsRequest.CreatableTopic(
+            Name=topic.Name,
+            Assignments=[
+                CreateTopicsRequest.CreatableReplicaAssignment(PartitionIndex=i, BrokerIds=list(a.BrokerIds))
+                for i, a in enumerate(topic.Assignments)
+            ],
+        )
+        assignment = _manual_assignment(m, as_creatable)
+        if len(assignment[0]) != width:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes a partition with {len(assignment[0])} replica(s), but "
+                f"this is not consistent with previous partitions, which have {width} replica(s).",
+            )
+        return _partition_records(m, view, topic_id, current, assignment, True)
+    assignment = StripedReplicaPlacer(m.random).place(more, width, m.cluster.usable_brokers())
+    return _partition_records(m, view, topic_id, current, assignment, False)

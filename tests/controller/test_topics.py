@@ -213,3 +213,62 @@ def test_duplicates_among_thirty_thousand_names_are_each_refused() -> None:
     codes = [t.ErrorCode for t in result.response.Topics]
     assert codes[0] == codes[-1] == Errors.INVALID_REQUEST
     assert set(codes[1:-1]) == {Errors.INVALID_PARTITIONS}
+
+
+def _grow(ctx: ControlTestContext, name: str, count: int, assignments=None, validate_only: bool = False):  # type: ignore[no-untyped-def]
+    from protocol.rpc.create_partitions import CreatePartitionsRequest as C
+
+    req = C(
+        Topics=[
+            C.CreatePartitionsTopic(
+                Name=name,
+                Count=count,
+                Assignments=None
+                if assignments is None
+                else [C.CreatePartitionsAssignment(BrokerIds=a) for a in assignments],
+            )
+        ],
+        ValidateOnly=validate_only,
+    )
+    return ctx.apply(ctx.core.create_partitions(req, 3))
+
+
+def test_create_partitions_adds_records_for_the_new_indexes_only() -> None:
+    ctx = cluster()
+    ctx.create_topic("grow", 2, 2)
+    result = _grow(ctx, "grow", 4)
+    assert [(r.Name, r.ErrorCode) for r in result.response.Results] == [("grow", 0)]
+    msgs = ctx.messages(result)
+    assert [m.PartitionId for m in msgs] == [2, 3] and all(isinstance(m, PartitionRecord) for m in msgs)
+    assert all(len(m.Replicas) == 2 and m.TopicId == ctx.topic_id("grow") for m in msgs)
+    assert all(m.Directories == [ctx.dir(f"d{b}") for b in m.Replicas] for m in msgs)
+    assert len(ctx.core.m.replication.topics[ctx.topic_id("grow")].partitions) == 4
+
+    manual = _grow(ctx, "grow", 5, assignments=[[3, 1]])
+    assert ctx.messages(manual)[0].Replicas == [3, 1]
+
+
+@pytest.mark.parametrize(
+    ("count", "assignments", "code"),
+    [
+        (2, None, Errors.INVALID_PARTITIONS),  # no increase
+        (1, None, Errors.INVALID_PARTITIONS),  # a decrease
+        (4, [[1, 2]], Errors.INVALID_REPLICA_ASSIGNMENT),  # one assignment for two new partitions
+        (3, [[1, 2, 3]], Errors.INVALID_REPLICA_ASSIGNMENT),  # another replication factor
+        (3, [[1, 9]], Errors.INVALID_REPLICA_ASSIGNMENT),  # an unknown broker
+    ],
+)
+def test_create_partitions_refusals_write_nothing(count: int, assignments, code: Errors) -> None:  # type: ignore[no-untyped-def]
+    ctx = cluster()
+    ctx.create_topic("grow", 2, 2)
+    result = _grow(ctx, "grow", count, assignments)
+    assert result.response.Results[0].ErrorCode == code and result.records == []
+    assert len(ctx.core.m.replication.topics[ctx.topic_id("grow")].partitions) == 2
+
+
+def test_create_partitions_of_an_unknown_topic_and_validate_only() -> None:
+    ctx = cluster()
+    ctx.create_topic("grow", 1, 1)
+    assert _grow(ctx, "nope", 3).response.Results[0].ErrorCode == Errors.UNKNOWN_TOPIC_OR_PARTITION
+    checked = _grow(ctx, "grow", 3, validate_only=True)
+    assert checked.response.Results[0].ErrorCode == 0 and checked.records == []

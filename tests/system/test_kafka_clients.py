@@ -141,6 +141,14 @@ def test_python_clients_produce_consume_and_administer(plain_cluster: LocalClust
     resource = ConfigResource(ConfigResource.Type.TOPIC, "py")
     configs = AdminClient({"bootstrap.servers": bootstrap}).describe_configs([resource])[resource].result(15)
     assert configs["cleanup.policy"].value == "delete" and "retention.ms" in configs
+    from confluent_kafka.admin import NewPartitions
+
+    grow = AdminClient({"bootstrap.servers": bootstrap})
+    grow.create_partitions([NewPartitions("py", 4)])["py"].result(30)
+    _until(
+        "py to have 4 partitions",
+        lambda: len(grow.list_topics("py", timeout=10).topics["py"].partitions) == 4,
+    )
 
     producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all")
     for i in range(500):
