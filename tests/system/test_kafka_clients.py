@@ -131,23 +131,19 @@ def test_python_clients_produce_consume_and_administer(plain_cluster: LocalClust
     dirs = admin.describe_log_dirs()
     assert dirs  # every broker's dirs, as kafka-log-dirs shows them
     admin.close()
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions
 
-    described = AdminClient({"bootstrap.servers": bootstrap}).describe_cluster(request_timeout=15).result()
+    ck_admin = AdminClient({"bootstrap.servers": bootstrap})  # kept: its futures die with it
+    described = ck_admin.describe_cluster(request_timeout=15).result()
     assert sorted(n.id for n in described.nodes) == [1, 2, 3]
     assert {f"{n.host}:{n.port}" for n in described.nodes} == set(bootstrap.split(","))
-    from confluent_kafka.admin import ConfigResource
-
     resource = ConfigResource(ConfigResource.Type.TOPIC, "py")
-    configs = AdminClient({"bootstrap.servers": bootstrap}).describe_configs([resource])[resource].result(15)
+    configs = ck_admin.describe_configs([resource])[resource].result(15)
     assert configs["cleanup.policy"].value == "delete" and "retention.ms" in configs
-    from confluent_kafka.admin import NewPartitions
-
-    grow = AdminClient({"bootstrap.servers": bootstrap})
-    grow.create_partitions([NewPartitions("py", 4)])["py"].result(30)
+    ck_admin.create_partitions([NewPartitions("py", 4)])["py"].result(30)
     _until(
         "py to have 4 partitions",
-        lambda: len(grow.list_topics("py", timeout=10).topics["py"].partitions) == 4,
+        lambda: len(ck_admin.list_topics("py", timeout=10).topics["py"].partitions) == 4,
     )
 
     producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all")
