@@ -31,7 +31,15 @@ from protocol.rpc.api_versions import SPEC as API_VERSIONS_SPEC
 from protocol.rpc.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.rpc.message import RpcMessage
 from protocol.transport.context import REQUEST_CONTEXT, RequestContext
-from protocol.transport.server import DEFAULT_MAX_BODY, HANDLERS, METRICS, SPECS, Handler
+from protocol.transport.offload import run_large
+from protocol.transport.server import (
+    DECODE_OFF_LOOP_BYTES,
+    DEFAULT_MAX_BODY,
+    HANDLERS,
+    METRICS,
+    SPECS,
+    Handler,
+)
 from protocol.wire.codec import (
     API_VERSIONS_KEY,
     FrameError,
@@ -49,6 +57,31 @@ _SIZE = struct.Struct(">i")
 # Kafka 4 still lists Produce from v0 in ApiVersions (KAFKA-18659: older librdkafka refuses a
 # broker whose Produce starts above v0) and refuses v0-2 when they arrive.
 ADVERTISED_MIN = {"Produce": 0}
+
+
+BYTES_HEAVY = frozenset({"Produce"})
+"""APIs whose large requests are large by their record bytes, which cost nothing to read."""
+
+LARGE_ANSWER = 1000
+"""An answer with a list longer than this at its top or one level down is written off the loop."""
+
+
+def _many_structs(resp: RpcMessage) -> bool:
+    for name in type(resp).model_fields:
+        value = getattr(resp, name)
+        if isinstance(value, list):
+            if len(value) > LARGE_ANSWER:
+                return True
+            total = 0
+            for item in value:
+                if isinstance(item, RpcMessage):
+                    for sub in type(item).model_fields:
+                        inner = getattr(item, sub)
+                        if isinstance(inner, list):
+                            total += len(inner)
+                if total > LARGE_ANSWER:
+                    return True
+    return False
 
 
 @dataclass
@@ -185,7 +218,11 @@ class KafkaListener:
                 return None
             try:
                 header, pos = read_request_header(frame, api.flexible(version))
-                req = api.decode_request(frame, pos, version)
+                if len(frame) > DECODE_OFF_LOOP_BYTES and name not in BYTES_HEAVY:
+                    # a request of many structs (a Metadata naming 100,000 topics) is read off the loop
+                    req = await run_large(api.decode_request, frame, pos, version)
+                else:
+                    req = api.decode_request(frame, pos, version)
             except (FrameError, KafkaError) as e:
                 outcome = Errors.INVALID_REQUEST
                 log.warning(
@@ -200,6 +237,8 @@ class KafkaListener:
             host = peer[0] if isinstance(peer, tuple) else str(peer)
             REQUEST_CONTEXT.set(RequestContext(self.name, header.client_id or "", f"/{host}"))
             resp, outcome = await self._handle(name, api, req, version)
+            if _many_structs(resp):
+                return await run_large(self._frame, api, resp, version, correlation)
             return self._frame(api, resp, version, correlation)
         finally:
             metrics.requests.labels(label).inc()

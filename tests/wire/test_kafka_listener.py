@@ -209,3 +209,32 @@ async def test_answers_decode_with_kafka_python(served) -> None:  # type: ignore
     writer.close()
     resp = KafkaApiVersionsResponse.decode(data[4:], version=3)
     assert {k.api_key for k in resp.api_keys} == {18, 60}
+
+
+async def test_a_large_request_and_its_large_answer_are_read_and_written() -> None:
+    """Past DECODE_OFF_LOOP_BYTES the body is read on a worker thread, and an answer of many structs
+    is written there: the bytes must be the same as on the loop."""
+    from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+
+    async def metadata(req: MetadataRequest, version: int) -> MetadataResponse:
+        return MetadataResponse(
+            Topics=[MetadataResponse.MetadataResponseTopic(Name=t.Name) for t in req.Topics or ()]
+        )
+
+    spec = API_SPECS["Metadata"]
+    app = create_app({"Metadata": metadata})
+    listener = KafkaListener(app, "PLAINTEXT", ("Metadata",))
+    port = await listener.start("127.0.0.1", 0)
+    try:
+        names = [f"topic-{i:06d}" for i in range(30_000)]
+        req = MetadataRequest(Topics=[MetadataRequest.MetadataRequestTopic(Name=n) for n in names])
+        data = request(spec, req, 12, 21)
+        assert len(data) > 256 * 1024
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(data)
+        answer = await read_answer(reader)
+        writer.close()
+        resp = wire_api(spec, spec.min_version, spec.max_version).decode_response(answer, 5, 12)
+        assert [t.Name for t in resp.Topics] == names
+    finally:
+        await listener.stop()
