@@ -185,6 +185,8 @@ def _up(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     _print_view(cluster, None)
     print(f"bootstrap servers: {cluster.bootstrap_servers()}")
+    if kafka := cluster.kafka_bootstrap_servers():
+        print(f"Kafka clients (kcat, librdkafka, kafka-python): {kafka}")
     if cluster.client_netns:
         print(f"clients run inside the namespace: nsenter --net=/run/netns/{cluster.client_netns} -- ...")
     print(f"stop with: kraftpy cluster down --work-dir {cluster.work_dir}")

@@ -32,7 +32,7 @@ def _node_style(n: NodeView) -> str:
 
 def nodes_table(view: ClusterView) -> Table:
     t = Table(title="nodes", title_justify="left")
-    for col in ("node", "address", "pid", "process", "state", "epoch", "dirs"):
+    for col in ("node", "address", "kafka", "pid", "process", "state", "epoch", "dirs"):
         t.add_column(col, no_wrap=True)
     for n in view.nodes:
         style = _node_style(n)
@@ -65,6 +65,7 @@ def nodes_table(view: ClusterView) -> Table:
         t.add_row(
             f"{n.role} {n.node_id}",
             n.address,
+            n.bootstrap or "-",
             str(n.pid or "-"),
             Text(process, style="red" if n.process != "running" else ""),
             Text(state, style=style),
