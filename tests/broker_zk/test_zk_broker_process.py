@@ -74,6 +74,22 @@ def test_malformed_znodes_are_skipped_and_the_controller_goes_on(
 
 def test_a_stale_controller_epoch_is_refused(zk_cluster: ZkProcessCluster) -> None:
     import asyncio
+    import json
+    import time
+    import urllib.request
+
+    def known_epoch() -> int:
+        try:
+            with urllib.request.urlopen(f"{zk_cluster.brokers[1].url}/healthz", timeout=2) as r:
+                return int(json.load(r)["controller"]["controller_epoch"])
+        except OSError:  # not serving yet (503 while starting)
+            return -1
+
+    # Until a controller's first request arrives, the broker knows no epoch that 0 would be older than.
+    deadline = time.monotonic() + 60
+    while known_epoch() < 1:
+        assert time.monotonic() < deadline, "broker 1 never heard from a controller"
+        time.sleep(0.1)
 
     async def send() -> int:
         client = RpcClient(zk_cluster.brokers[1].url, timeout=10)
