@@ -10,8 +10,8 @@ images with the ZooKeeper-mode controller's request batch, so both controllers s
 - `delta_requests`: what changed between two images (dual write).
 
 UpdateMetadata lists every live broker, ZooKeeper-mode or KRaft, so a ZooKeeper broker finds a
-leader that already runs as a KRaft broker. A ZooKeeper broker is addressed with the epoch of its
-`/brokers/ids` znode, which is what it fences requests with.
+leader that already runs as a KRaft broker. A ZooKeeper broker is addressed with the larger of its
+`/brokers/ids` znode's epoch and its KRaft registration's: it fences with the latter once registered.
 """
 
 from __future__ import annotations
@@ -37,7 +37,14 @@ def live_brokers(image: MetadataImage, zk_live: Mapping[int, LiveBroker]) -> dic
             for ep in b.listeners
         )
         out[b.id] = LiveBroker(b.id, b.epoch, endpoints, b.rack)
-    out.update(zk_live)
+    for b_id, zk in zk_live.items():
+        # A ZooKeeper broker fences a KRaft controller's requests with its KRaft registration's
+        # epoch once it has one, else with its znode's (Kafka's BrokerEpochManager): addressed with
+        # the larger of the two it is accepted either way; a registration the image does not show
+        # yet is caught up by re-sending when it does (the shell treats it as a restart).
+        reg = image.cluster.brokers.get(b_id)
+        epoch = zk.epoch if reg is None else max(zk.epoch, reg.epoch)
+        out[b_id] = LiveBroker(b_id, epoch, zk.endpoints, zk.rack)
     return out
 
 

@@ -255,6 +255,11 @@ class MigrationShell:
             or time.monotonic() - self._live_read_at > LIVE_BROKERS_REFRESH_S
         ):
             restarted = await self._refresh_live()
+        if prev.cluster is not image.cluster:
+            # A ZooKeeper broker's new KRaft registration: requests sent before the image showed it
+            # carried an epoch it refuses, so it gets every partition again.
+            before, now = _broker_view(prev), _broker_view(image)
+            restarted |= {b for b in self._zk_live if b in now and before.get(b, (None,))[0] != now[b][0]}
         if zk_areas_same and not restarted and prev.cluster is image.cluster:
             return
         requests = delta_requests(

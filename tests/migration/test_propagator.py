@@ -103,3 +103,15 @@ def test_a_restarted_zookeeper_broker_gets_every_partition_it_hosts() -> None:
     assert set(lai) == {2}
     assert [p.tp for p in lai[2].partitions] == [("orders", 0), ("orders", 1)]
     assert set(by_kind(requests, UpdateMetadataOut)) == {1, 2}
+
+
+def test_a_zookeeper_broker_registered_with_kraft_is_addressed_with_an_epoch_it_accepts() -> None:
+    """It fences a KRaft controller's requests with its KRaft registration's epoch once it has one,
+    with its znode's before: the larger of the two passes both fences (the epochs come from unrelated
+    counters, so either may be larger)."""
+    image = migrated()
+    low_znodes = {b: LiveBroker(b, 5, x.endpoints) for b, x in ZK_LIVE.items()}
+    lai = by_kind(full_requests(image, low_znodes, zk_controller_epoch=9), LeaderAndIsrOut)
+    assert lai[1].broker_epoch == 10, "its KRaft registration (epoch 10) is newer than the znode's 5"
+    lai = by_kind(full_requests(image, ZK_LIVE, zk_controller_epoch=9), LeaderAndIsrOut)
+    assert lai[1].broker_epoch == ZK_LIVE[1].epoch
