@@ -114,7 +114,8 @@ def test_kcat_lists_produces_consumes_and_joins_a_group(plain_cluster: LocalClus
         "consumer-groups", "--describe", "--group", "kcat-group", "--bootstrap-server", bootstrap
     ).stdout
     rows = [line.split() for line in described.splitlines() if line.startswith("kcat-group ")]
-    assert sorted(int(r[2]) for r in rows) == [0, 1, 2]
+    # a partition shows once the group committed an offset for it: kcat's producer may leave some empty
+    assert rows and {int(r[2]) for r in rows} <= {0, 1, 2}
     assert sum(int(r[3]) for r in rows) == MESSAGES  # committed offsets cover everything read
     assert all(r[5] == "0" for r in rows)  # no lag
 
