@@ -319,7 +319,6 @@ class BrokerServer(BrokerProcess):
                 self.app,
                 spec.name,
                 CLIENT_APIS,
-                overrides=self.dataplane.listener_handlers(spec.name) if self.dataplane is not None else {},
                 max_request_bytes=cfg.socket_request_max_bytes,
             )
             try:

@@ -25,7 +25,6 @@ from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
 from protocol.rpc.broker_fetch import FETCH_SPEC, broker_api_specs
-from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -117,16 +116,6 @@ class DataPlane:
             "DeleteTopics": a.delete_topics,
             **self.groups.handlers(),
         }
-
-    def listener_handlers(self, listener: str) -> dict[str, Handler]:
-        """Handlers that answer differently per listener: Metadata lists the brokers' endpoints of
-        the listener it was asked on, as Kafka's does."""
-        a = self.api
-
-        async def metadata(req: MetadataRequest, version: int) -> MetadataResponse:
-            return await a.metadata(req, version, listener=listener)
-
-        return {"Metadata": metadata}
 
     def install(self, app: web.Application) -> None:
         """Serve the data plane's APIs on `app`; "Fetch" there becomes the broker's multi-partition fetch."""

@@ -114,6 +114,10 @@ class DataPlaneHandlers:
             ],
         )
 
+    def _listener(self) -> str:
+        """The listener the request came in on: a Kafka listener's name, or over HTTP the RPC one."""
+        return current_request().listener or self.replicas.listener_name or ""
+
     def _current_leader(self, topic: str | Uuid, index: int) -> tuple[int, int] | None:
         t = self._image().topics.get_topic(topic)
         reg = t.partitions.get(index) if t is not None else None
@@ -121,7 +125,7 @@ class DataPlaneHandlers:
 
     def _endpoints(self, node_ids: set[int]) -> list[tuple[int, str, int, str | None]]:
         """The brokers' endpoints on the listener the request came in on (the RPC one over HTTP)."""
-        listener = current_request().listener or self.replicas.listener_name or ""
+        listener = self._listener()
         out = []
         for n in sorted(node_ids):
             reg = self._image().cluster.brokers.get(n)
@@ -304,7 +308,7 @@ class DataPlaneHandlers:
                 ErrorMessage="a broker describes brokers; ask a controller for controllers",
                 EndpointType=ENDPOINT_TYPE_BROKER,
             )
-        listener = current_request().listener or self.replicas.listener_name or ""
+        listener = self._listener()
         return R(
             ClusterId=self.host.cluster_id or "",
             ControllerId=self.host.node_id,  # as in Metadata: KRaft brokers name a live broker
@@ -316,17 +320,15 @@ class DataPlaneHandlers:
 
     # ---- Metadata -------------------------------------------------------------------------------
 
-    async def metadata(
-        self, req: MetadataRequest, version: int, listener: str | None = None
-    ) -> MetadataResponse:
-        """`listener`: whose endpoints the brokers are listed with (the inter-broker one by default)."""
+    async def metadata(self, req: MetadataRequest, version: int) -> MetadataResponse:
+        """Brokers are listed with their endpoints on the listener asked (the RPC one over HTTP)."""
         image = self._image()
         answer = functools.partial(
             metadata_response,
             image,
             req,
             version,
-            listener=listener or self.replicas.listener_name or "",
+            listener=self._listener(),
             cluster_id=self.host.cluster_id,
             local_broker_id=self.host.node_id,
         )
