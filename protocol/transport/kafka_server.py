@@ -20,7 +20,6 @@ import asyncio
 import contextlib
 import struct
 import time
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 import structlog
@@ -38,7 +37,6 @@ from protocol.transport.server import (
     HANDLERS,
     METRICS,
     SPECS,
-    Handler,
 )
 from protocol.wire.codec import (
     API_VERSIONS_KEY,
@@ -86,30 +84,34 @@ def _many_structs(resp: RpcMessage) -> bool:
 
 @dataclass
 class KafkaListener:
-    """Kafka's protocol on one listener of a process whose RPC app is `app`.
-
-    `overrides` replaces an app handler for this listener only (Metadata answers with the endpoints
-    of the listener it was asked on).
-    """
+    """Kafka's protocol on one listener of a process whose RPC app is `app`; handlers learn the
+    listener a request came in on from protocol.transport.context."""
 
     app: web.Application
     name: str
     apis: tuple[str, ...]
-    overrides: Mapping[str, Handler] = field(default_factory=dict)
     max_request_bytes: int = DEFAULT_MAX_BODY
     _server: asyncio.Server | None = None
     _conns: set[asyncio.Task[None]] = field(default_factory=set)
+    _table: tuple[frozenset[str], dict[int, tuple[str, WireApi]]] | None = None
 
     # ---- what is served -------------------------------------------------------------------------
 
     def _served(self) -> dict[int, tuple[str, WireApi]]:
+        """By api key; rebuilt only when the app's handler table changed (handlers may be added late)."""
+        names = frozenset(n for n in self.apis if n in self.app[HANDLERS])
+        if self._table is None or self._table[0] != names:
+            self._table = (names, self._build_table(names))
+        return self._table[1]
+
+    def _build_table(self, names: frozenset[str]) -> dict[int, tuple[str, WireApi]]:
         specs = self.app[SPECS]
         out: dict[int, tuple[str, WireApi]] = {
             API_VERSIONS_KEY: ("ApiVersions", wire_api(API_VERSIONS_SPEC, 0, API_VERSIONS_SPEC.max_version))
         }
         for name in self.apis:
             spec = specs.get(name)
-            if spec is None or (name not in self.app[HANDLERS] and name not in self.overrides):
+            if spec is None or name not in names:
                 continue
             out[spec.api_key] = (name, wire_api(spec, spec.min_version, spec.max_version))
         return out
@@ -251,8 +253,7 @@ class KafkaListener:
         if name == "ApiVersions":
             assert isinstance(req, ApiVersionsRequest)
             return ApiVersionsResponse(ApiKeys=self.api_versions()), Errors.NONE
-        handler: Callable | None = self.overrides.get(name) or self.app[HANDLERS].get(name)
-        assert handler is not None
+        handler = self.app[HANDLERS][name]
         try:
             resp = await handler(req, version)
             return resp, Errors(getattr(resp, "ErrorCode", 0) or 0)
