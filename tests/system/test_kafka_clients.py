@@ -363,7 +363,7 @@ def test_a_follower_points_clients_at_the_leader(plain_cluster: LocalCluster) ->
     from protocol.record_batch import build_data_batch
     from protocol.rpc.broker_fetch import FetchRequest
     from protocol.rpc.produce import ProduceRequest
-    from tools.client.wire import KafkaConnection
+    from tools.client.wire import KafkaRpcClient
 
     bootstrap = plain_cluster.kafka_bootstrap_servers()
     _create(bootstrap, "moved", 1, 3)
@@ -374,7 +374,7 @@ def test_a_follower_points_clients_at_the_leader(plain_cluster: LocalCluster) ->
     topic_id = plain_cluster.image().topics.get_topic("moved").id
 
     async def ask() -> tuple[object, object]:
-        async with KafkaConnection(host, int(port)) as conn:
+        async with KafkaRpcClient(host, int(port)) as conn:
             produced = await conn.call(
                 "Produce",
                 ProduceRequest(

@@ -51,23 +51,39 @@ def recovery_partitions(dir_failures: DataFrame, replica_dirs: DataFrame, partit
     Removing the partition also ends the wait, flagged as `removed`.
     """
     f = dir_failures.select(
-        F.col("broker_id").alias("f_broker"), F.col("directory").alias("f_dir"), F.col("seq").alias("f_seq"),
-        F.col("offset").alias("f_offset"), F.col("timestamp").alias("f_ts"), F.col("back_seq").alias("f_back_seq"),
+        F.col("broker_id").alias("f_broker"),
+        F.col("directory").alias("f_dir"),
+        F.col("seq").alias("f_seq"),
+        F.col("offset").alias("f_offset"),
+        F.col("timestamp").alias("f_ts"),
+        F.col("back_seq").alias("f_back_seq"),
     )
-    r = replica_dirs.select("topic", "topic_id", "partition_id", "broker_id", "directory", "start_seq", "end_seq")
+    r = replica_dirs.select(
+        "topic", "topic_id", "partition_id", "broker_id", "directory", "start_seq", "end_seq"
+    )
     affected = f.join(
         r,
-        (r.broker_id == f.f_broker) & (r.directory == f.f_dir) & (r.start_seq <= f.f_seq)
+        (r.broker_id == f.f_broker)
+        & (r.directory == f.f_dir)
+        & (r.start_seq <= f.f_seq)
         & (F.coalesce(r.end_seq, F.lit(_FAR)) > f.f_seq),
-    ).select("f_broker", "f_dir", "f_seq", "f_offset", "f_ts", "f_back_seq", "topic", "topic_id", "partition_id")
+    ).select(
+        "f_broker", "f_dir", "f_seq", "f_offset", "f_ts", "f_back_seq", "topic", "topic_id", "partition_id"
+    )
     p = partitions.select(
-        F.col("topic_id").alias("p_topic_id"), F.col("partition_id").alias("p_partition"),
-        F.col("seq").alias("p_seq"), F.col("end_seq").alias("p_end_seq"), F.col("timestamp").alias("p_ts"),
-        "leader", "deleted", _leader_dir(partitions).alias("leader_dir"),
+        F.col("topic_id").alias("p_topic_id"),
+        F.col("partition_id").alias("p_partition"),
+        F.col("seq").alias("p_seq"),
+        F.col("end_seq").alias("p_end_seq"),
+        F.col("timestamp").alias("p_ts"),
+        "leader",
+        "deleted",
+        _leader_dir(partitions).alias("leader_dir"),
     )
     joined = affected.join(
         p,
-        (p.p_topic_id == affected.topic_id) & (p.p_partition == affected.partition_id)
+        (p.p_topic_id == affected.topic_id)
+        & (p.p_partition == affected.partition_id)
         & (F.coalesce(p.p_end_seq, F.lit(_FAR)) > affected.f_seq),
     )
     at_failure = joined.filter(F.col("p_seq") <= F.col("f_seq")).select(
@@ -77,8 +93,13 @@ def recovery_partitions(dir_failures: DataFrame, replica_dirs: DataFrame, partit
     dir_back = F.col("f_back_seq").isNotNull() & (F.col("p_seq") >= F.col("f_back_seq"))
     led = (F.col("leader") >= 0) & (~on_failed | dir_back)
     good = joined.filter(led | F.col("deleted")).select(
-        "f_broker", "f_dir", "f_seq", "topic_id", "partition_id",
-        F.greatest("p_seq", "f_seq").alias("r_seq"), F.greatest("p_ts", "f_ts").alias("r_ts"),
+        "f_broker",
+        "f_dir",
+        "f_seq",
+        "topic_id",
+        "partition_id",
+        F.greatest("p_seq", "f_seq").alias("r_seq"),
+        F.greatest("p_ts", "f_ts").alias("r_ts"),
         F.col("deleted").alias("r_removed"),
     )
     first_good = good.groupBy("f_broker", "f_dir", "f_seq", "topic_id", "partition_id").agg(
@@ -89,11 +110,19 @@ def recovery_partitions(dir_failures: DataFrame, replica_dirs: DataFrame, partit
     keys = ["f_broker", "f_dir", "f_seq", "topic_id", "partition_id"]
     out = affected.join(at_failure, keys, "left").join(first_good, keys, "left")
     out = out.select(
-        F.col("f_broker").alias("broker_id"), F.col("f_dir").alias("directory"), F.col("f_seq").alias("failure_seq"),
-        F.col("f_offset").alias("failure_offset"), F.col("f_ts").alias("failure_timestamp"),
-        "topic", "topic_id", "partition_id", "leader_at_failure",
+        F.col("f_broker").alias("broker_id"),
+        F.col("f_dir").alias("directory"),
+        F.col("f_seq").alias("failure_seq"),
+        F.col("f_offset").alias("failure_offset"),
+        F.col("f_ts").alias("failure_timestamp"),
+        "topic",
+        "topic_id",
+        "partition_id",
+        "leader_at_failure",
         (F.col("leader_at_failure") == F.col("f_broker")).alias("lost_leader"),
-        "recovered_seq", "recovered_timestamp", F.coalesce("removed", F.lit(False)).alias("removed"),
+        "recovered_seq",
+        "recovered_timestamp",
+        F.coalesce("removed", F.lit(False)).alias("removed"),
         (F.col("recovered_timestamp") - F.col("f_ts")).alias("latency_ms"),
     )
     return out
@@ -109,16 +138,23 @@ def recovery(dir_failures: DataFrame, recovery_parts: DataFrame) -> DataFrame:
         F.max("recovered_seq").alias("all_recovered_seq"),
     )
     f = dir_failures.select(
-        "broker_id", "directory", F.col("seq").alias("failure_seq"), F.col("offset").alias("failure_offset"),
-        F.col("timestamp").alias("failure_timestamp"), "back_seq", "back_timestamp",
+        "broker_id",
+        "directory",
+        F.col("seq").alias("failure_seq"),
+        F.col("offset").alias("failure_offset"),
+        F.col("timestamp").alias("failure_timestamp"),
+        "back_seq",
+        "back_timestamp",
     )
     out = f.join(agg, ["broker_id", "directory", "failure_seq"], "left").fillna(
         0, ["affected_partitions", "leaders_lost", "unrecovered_partitions"]
     )
     out = out.withColumn(
         "recovery_latency_ms",
-        F.when(F.col("affected_partitions") == 0, F.lit(0))
-        .when(F.col("unrecovered_partitions") == 0, F.col("all_recovered_timestamp") - F.col("failure_timestamp")),
+        F.when(F.col("affected_partitions") == 0, F.lit(0)).when(
+            F.col("unrecovered_partitions") == 0,
+            F.col("all_recovered_timestamp") - F.col("failure_timestamp"),
+        ),
     ).withColumn("recovered", F.col("unrecovered_partitions") == 0)
     for c in ("failure_timestamp", "all_recovered_timestamp", "back_timestamp"):
         out = out.withColumn(c.replace("timestamp", "time"), F.timestamp_millis(c))
@@ -144,8 +180,11 @@ def dir_balance(replica_dirs: DataFrame, partitions: DataFrame, brokers: DataFra
         "topic_id", "partition_id", F.col("leader").alias("cur_leader")
     )
     b = brokers.filter(F.col("end_seq").isNull()).select(
-        F.col("broker_id").alias("b_id"), F.col("log_dirs").alias("b_dirs"), F.col("state").alias("broker_state"),
-        F.col("registered_dir_count").alias("b_registered"), F.col("is_migrating_zk_broker").alias("b_migrating"),
+        F.col("broker_id").alias("b_id"),
+        F.col("log_dirs").alias("b_dirs"),
+        F.col("state").alias("broker_state"),
+        F.col("registered_dir_count").alias("b_registered"),
+        F.col("is_migrating_zk_broker").alias("b_migrating"),
     )
     df = cur.join(leaders, ["topic_id", "partition_id"], "left").join(b, cur.broker_id == b.b_id, "left")
     return (
@@ -182,52 +221,89 @@ def timeline(leadership: DataFrame, replica_dirs: DataFrame, brokers: DataFrame)
     """Offline replicas and leaderless partitions after every change, as running totals."""
     leaderless = leadership.filter(F.col("leadership") == "leaderless")
     steps = [
-        leaderless.select(F.col("start_seq").alias("seq"), F.col("start_timestamp").alias("timestamp"),
-                          F.lit(0).alias("d_offline"), F.lit(1).alias("d_leaderless")),
+        leaderless.select(
+            F.col("start_seq").alias("seq"),
+            F.col("start_timestamp").alias("timestamp"),
+            F.lit(0).alias("d_offline"),
+            F.lit(1).alias("d_leaderless"),
+        ),
         leaderless.filter(F.col("end_seq").isNotNull()).select(
-            F.col("end_seq").alias("seq"), F.col("end_timestamp").alias("timestamp"),
-            F.lit(0).alias("d_offline"), F.lit(-1).alias("d_leaderless")),
+            F.col("end_seq").alias("seq"),
+            F.col("end_timestamp").alias("timestamp"),
+            F.lit(0).alias("d_offline"),
+            F.lit(-1).alias("d_leaderless"),
+        ),
     ]
-    r = replica_dirs.select("broker_id", "directory", "start_seq", "start_timestamp", "end_seq", "end_timestamp")
+    r = replica_dirs.select(
+        "broker_id", "directory", "start_seq", "start_timestamp", "end_seq", "end_timestamp"
+    )
     b = brokers.select(
-        F.col("broker_id").alias("b_id"), F.col("seq").alias("b_start_seq"), F.col("timestamp").alias("b_start_ts"),
-        F.col("end_seq").alias("b_end_seq"), F.col("end_timestamp").alias("b_end_ts"),
-        "registered", "fenced", "log_dirs", "registered_dir_count", "is_migrating_zk_broker",
+        F.col("broker_id").alias("b_id"),
+        F.col("seq").alias("b_start_seq"),
+        F.col("timestamp").alias("b_start_ts"),
+        F.col("end_seq").alias("b_end_seq"),
+        F.col("end_timestamp").alias("b_end_ts"),
+        "registered",
+        "fenced",
+        "log_dirs",
+        "registered_dir_count",
+        "is_migrating_zk_broker",
     )
     r_end = F.coalesce(r.end_seq, F.lit(_FAR))
     b_end = F.coalesce(b.b_end_seq, F.lit(_FAR))
     overlap = r.join(b, (r.broker_id == b.b_id) & (r.start_seq < b_end) & (b.b_start_seq < r_end))
-    offline = ~F.coalesce(F.col("registered"), F.lit(True)) | F.coalesce(F.col("fenced"), F.lit(False)) | ~_dir_online(
-        F.col("directory"),
-        F.coalesce(F.col("log_dirs"), F.array().cast("array<string>")),
-        F.col("registered_dir_count"),
-        F.col("is_migrating_zk_broker"),
+    offline = (
+        ~F.coalesce(F.col("registered"), F.lit(True))
+        | F.coalesce(F.col("fenced"), F.lit(False))
+        | ~_dir_online(
+            F.col("directory"),
+            F.coalesce(F.col("log_dirs"), F.array().cast("array<string>")),
+            F.col("registered_dir_count"),
+            F.col("is_migrating_zk_broker"),
+        )
     )
+
     def point(seq: str, ts: str) -> Column:
         return F.struct(F.col(seq).alias("seq"), F.col(ts).alias("ts"))
 
     o = overlap.filter(offline).select(
         F.when(F.col("start_seq") >= F.col("b_start_seq"), point("start_seq", "start_timestamp"))
-        .otherwise(point("b_start_seq", "b_start_ts")).alias("s"),
+        .otherwise(point("b_start_seq", "b_start_ts"))
+        .alias("s"),
         F.when(r_end <= b_end, point("end_seq", "end_timestamp"))
-        .otherwise(point("b_end_seq", "b_end_ts")).alias("e"),
+        .otherwise(point("b_end_seq", "b_end_ts"))
+        .alias("e"),
     )
-    steps.append(o.select(F.col("s.seq").alias("seq"), F.col("s.ts").alias("timestamp"),
-                          F.lit(1).alias("d_offline"), F.lit(0).alias("d_leaderless")))
-    steps.append(o.filter(F.col("e.seq").isNotNull()).select(
-        F.col("e.seq").alias("seq"), F.col("e.ts").alias("timestamp"),
-        F.lit(-1).alias("d_offline"), F.lit(0).alias("d_leaderless")))
+    steps.append(
+        o.select(
+            F.col("s.seq").alias("seq"),
+            F.col("s.ts").alias("timestamp"),
+            F.lit(1).alias("d_offline"),
+            F.lit(0).alias("d_leaderless"),
+        )
+    )
+    steps.append(
+        o.filter(F.col("e.seq").isNotNull()).select(
+            F.col("e.seq").alias("seq"),
+            F.col("e.ts").alias("timestamp"),
+            F.lit(-1).alias("d_offline"),
+            F.lit(0).alias("d_leaderless"),
+        )
+    )
     allsteps = steps[0]
     for s in steps[1:]:
         allsteps = allsteps.unionByName(s)
     per_seq = allsteps.groupBy("seq").agg(
-        F.max("timestamp").alias("timestamp"), F.sum("d_offline").alias("d_offline"),
+        F.max("timestamp").alias("timestamp"),
+        F.sum("d_offline").alias("d_offline"),
         F.sum("d_leaderless").alias("d_leaderless"),
     )
     # One running total over the whole log: the rows are change points only, few next to the records.
     w = Window.orderBy("seq").rowsBetween(Window.unboundedPreceding, Window.currentRow)
     return per_seq.select(
-        "seq", "timestamp", F.timestamp_millis("timestamp").alias("time"),
+        "seq",
+        "timestamp",
+        F.timestamp_millis("timestamp").alias("time"),
         F.sum("d_offline").over(w).alias("offline_replicas"),
         F.sum("d_leaderless").over(w).alias("leaderless_partitions"),
     )
@@ -237,13 +313,16 @@ def migrating_replicas(replica_dirs: DataFrame) -> DataFrame:
     """Per broker: replicas that were MIGRATING (copied from ZooKeeper, directory unknown), how many
     still are, and when the last one got its real directory (the broker back in KRaft mode)."""
     migrating = replica_dirs.filter(F.col("directory") == MIGRATING)
-    return migrating.groupBy("broker_id").agg(
-        F.count("*").alias("replicas"),
-        F.sum(F.col("current").cast("int")).alias("still_migrating"),
-        F.max(F.when(~F.col("current"), F.col("end_timestamp"))).alias("last_placed_timestamp"),
-        F.max(F.when(~F.col("current"), F.col("end_offset"))).alias("last_placed_offset"),
-    ).orderBy("broker_id")
-
+    return (
+        migrating.groupBy("broker_id")
+        .agg(
+            F.count("*").alias("replicas"),
+            F.sum(F.col("current").cast("int")).alias("still_migrating"),
+            F.max(F.when(~F.col("current"), F.col("end_timestamp"))).alias("last_placed_timestamp"),
+            F.max(F.when(~F.col("current"), F.col("end_offset"))).alias("last_placed_offset"),
+        )
+        .orderBy("broker_id")
+    )
 
 
 def migrating_timeline(replica_dirs: DataFrame) -> DataFrame:
@@ -252,18 +331,38 @@ def migrating_timeline(replica_dirs: DataFrame) -> DataFrame:
     partition is reassigned or deleted)."""
     m = replica_dirs.filter(F.col("directory") == MIGRATING)
     starts = m.select(
-        "broker_id", F.col("start_seq").alias("seq"), F.col("start_offset").alias("offset"),
-        F.col("start_timestamp").alias("timestamp"), F.lit(1).alias("delta"),
+        "broker_id",
+        F.col("start_seq").alias("seq"),
+        F.col("start_offset").alias("offset"),
+        F.col("start_timestamp").alias("timestamp"),
+        F.lit(1).alias("delta"),
     )
     ends = m.filter(F.col("end_seq").isNotNull()).select(
-        "broker_id", F.col("end_seq").alias("seq"), F.col("end_offset").alias("offset"),
-        F.col("end_timestamp").alias("timestamp"), F.lit(-1).alias("delta"),
+        "broker_id",
+        F.col("end_seq").alias("seq"),
+        F.col("end_offset").alias("offset"),
+        F.col("end_timestamp").alias("timestamp"),
+        F.lit(-1).alias("delta"),
     )
-    per_seq = starts.unionByName(ends).groupBy("broker_id", "seq").agg(
-        F.max("offset").alias("offset"), F.max("timestamp").alias("timestamp"), F.sum("delta").alias("delta")
+    per_seq = (
+        starts.unionByName(ends)
+        .groupBy("broker_id", "seq")
+        .agg(
+            F.max("offset").alias("offset"),
+            F.max("timestamp").alias("timestamp"),
+            F.sum("delta").alias("delta"),
+        )
     )
-    w = Window.partitionBy("broker_id").orderBy("seq").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    w = (
+        Window.partitionBy("broker_id")
+        .orderBy("seq")
+        .rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    )
     return per_seq.select(
-        "broker_id", "seq", "offset", "timestamp", F.timestamp_millis("timestamp").alias("time"),
+        "broker_id",
+        "seq",
+        "offset",
+        "timestamp",
+        F.timestamp_millis("timestamp").alias("time"),
         F.sum("delta").over(w).alias("migrating"),
     ).orderBy("broker_id", "seq")

@@ -67,8 +67,11 @@ def _to_json(message: Any, version: int) -> str:
     if names is None:
         fields = getattr(cls, "_FIELDS", None)
         if fields is None or version < 0:
-            return json.dumps(message.to_json_dict(version if version >= 0 else None), separators=(",", ":"),
-                              default=_json_default)
+            return json.dumps(
+                message.to_json_dict(version if version >= 0 else None),
+                separators=(",", ":"),
+                default=_json_default,
+            )
         names = tuple(f.name for f in fields if f.present_in(version))
         _PRESENT[(cls, version)] = names
 
@@ -106,16 +109,44 @@ def batch_rows(batch: RecordBatch, rng: LogRange) -> list[RecordRow]:
         as_of = rng.snapshot_end_offset - 1
         for delta, api_key, name, version, text in decoded:
             inner = batch.base_offset + delta
-            rows.append((SNAPSHOT_SEQ_BASE + inner, as_of, batch.base_offset, ts, epoch, control,
-                         api_key, name, version, text, rng.file, rng.source))
+            rows.append(
+                (
+                    SNAPSHOT_SEQ_BASE + inner,
+                    as_of,
+                    batch.base_offset,
+                    ts,
+                    epoch,
+                    control,
+                    api_key,
+                    name,
+                    version,
+                    text,
+                    rng.file,
+                    rng.source,
+                )
+            )
         return rows
     ts = batch.base_timestamp
     for delta, api_key, name, version, text in decoded:
         offset = batch.base_offset + delta
         if offset < rng.min_offset:
             continue
-        rows.append((offset, offset, batch.base_offset, ts, epoch, control, api_key, name, version, text,
-                     rng.file, rng.source))
+        rows.append(
+            (
+                offset,
+                offset,
+                batch.base_offset,
+                ts,
+                epoch,
+                control,
+                api_key,
+                name,
+                version,
+                text,
+                rng.file,
+                rng.source,
+            )
+        )
     return rows
 
 
@@ -129,8 +160,9 @@ def iter_range(rng: LogRange) -> Iterator[RecordRow | CorruptSpot]:
         yield CorruptSpot(rng.file, rng.start, f"cannot read: {e.strerror or e}", rng.end - rng.start)
         return
     if len(buf) != rng.end - rng.start:
-        yield CorruptSpot(rng.file, rng.start + len(buf), "file shrank while being read",
-                          rng.end - rng.start - len(buf))
+        yield CorruptSpot(
+            rng.file, rng.start + len(buf), "file shrank while being read", rng.end - rng.start - len(buf)
+        )
         return
     pos = 0
     end = len(buf)

@@ -67,8 +67,20 @@ RECORDS = "records"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 DERIVED_TABLES = (
-    "topics", "brokers", "partitions", "replica_dirs", "dir_failures", "leadership", "leaderless",
-    "recovery_partitions", "recovery", "dir_balance", "record_mix", "timeline", "migration", "migrating_replicas",
+    "topics",
+    "brokers",
+    "partitions",
+    "replica_dirs",
+    "dir_failures",
+    "leadership",
+    "leaderless",
+    "recovery_partitions",
+    "recovery",
+    "dir_balance",
+    "record_mix",
+    "timeline",
+    "migration",
+    "migrating_replicas",
 )
 # Written only for a log that shows a ZooKeeper → KRaft migration.
 MIGRATION_TABLES = ("migration_copies", "migrating_timeline")
@@ -121,9 +133,15 @@ def _scan(plan: Plan, range_bytes: int) -> tuple[list[FileScan], list[CorruptSpo
     after = plan.after_offset
     for task in plan.tasks:
         s = scan_file(
-            task.path, task.source, start=task.start, range_bytes=range_bytes,
-            after_offset=after, min_offset=task.min_offset, tail_may_be_partial=task.tail_may_be_partial,
-            snapshot_end_offset=task.snapshot_end_offset, snapshot_timestamp=task.snapshot_timestamp,
+            task.path,
+            task.source,
+            start=task.start,
+            range_bytes=range_bytes,
+            after_offset=after,
+            min_offset=task.min_offset,
+            tail_may_be_partial=task.tail_may_be_partial,
+            snapshot_end_offset=task.snapshot_end_offset,
+            snapshot_timestamp=task.snapshot_timestamp,
         )
         scans.append(s)
         if s.corrupt is not None:
@@ -149,8 +167,12 @@ def _updated_checkpoint(base: Checkpoint, plan: Plan, scans: list[FileScan], ski
             source=SEGMENT,
             size=max(size, prev.size if prev else 0),
             last_offset=s.last_offset if s.last_offset is not None else (prev.last_offset if prev else None),
-            last_batch_pos=s.last_batch_pos if s.last_batch_pos is not None else (prev.last_batch_pos if prev else None),
-            last_batch_crc=s.last_batch_crc if s.last_batch_crc is not None else (prev.last_batch_crc if prev else None),
+            last_batch_pos=s.last_batch_pos
+            if s.last_batch_pos is not None
+            else (prev.last_batch_pos if prev else None),
+            last_batch_crc=s.last_batch_crc
+            if s.last_batch_crc is not None
+            else (prev.last_batch_crc if prev else None),
         )
         if s.last_offset is not None:
             cp.last_offset = max(cp.last_offset, s.last_offset)
@@ -170,7 +192,9 @@ def _clean_leftovers(out: Path, cp: Checkpoint | None) -> None:
     records = out / RECORDS
     if records.is_dir():
         for p in records.iterdir():
-            if p.name.startswith(("_tmp-", ".")) or (p.name.startswith("ingest=") and p.name not in committed):
+            if p.name.startswith(("_tmp-", ".")) or (
+                p.name.startswith("ingest=") and p.name not in committed
+            ):
                 _remove(p)
     for p in out.glob("_tables-*"):
         _remove(p)
@@ -283,10 +307,17 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
 
     s = run.summary
     t = time.perf_counter()
-    stats = records.groupBy("type_name", "source").agg(
-        F.count("*").alias("n"), F.min("offset").alias("lo"), F.max("offset").alias("hi"),
-        F.min("timestamp").alias("t_lo"), F.max("timestamp").alias("t_hi"),
-    ).collect()
+    stats = (
+        records.groupBy("type_name", "source")
+        .agg(
+            F.count("*").alias("n"),
+            F.min("offset").alias("lo"),
+            F.max("offset").alias("hi"),
+            F.min("timestamp").alias("t_lo"),
+            F.max("timestamp").alias("t_hi"),
+        )
+        .collect()
+    )
     seg = [r for r in stats if r["source"] == "segment"]
     if seg:
         s.first_offset, s.last_offset = min(r["lo"] for r in seg), max(r["hi"] for r in seg)
@@ -301,7 +332,9 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     markers = [
         (int(r["seq"]), int(r["type"]))
         for r in records.filter(F.col("type").isin(*tables.TRANSACTION_MARKERS))
-        .select("seq", "type").orderBy("seq").collect()
+        .select("seq", "type")
+        .orderBy("seq")
+        .collect()
     ]
     excluded, s.open_transaction_seq = tables.excluded_ranges(markers)
     s.excluded_transactions = len(excluded)
@@ -313,8 +346,15 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     t = run.tick("stats", t)
 
     wanted = (
-        tables.REGISTER_BROKER, tables.UNREGISTER_BROKER, tables.TOPIC, tables.PARTITION, tables.PARTITION_CHANGE,
-        tables.FENCE_BROKER, tables.UNFENCE_BROKER, tables.REMOVE_TOPIC, tables.BROKER_REGISTRATION_CHANGE,
+        tables.REGISTER_BROKER,
+        tables.UNREGISTER_BROKER,
+        tables.TOPIC,
+        tables.PARTITION,
+        tables.PARTITION_CHANGE,
+        tables.FENCE_BROKER,
+        tables.UNFENCE_BROKER,
+        tables.REMOVE_TOPIC,
+        tables.BROKER_REGISTRATION_CHANGE,
     )
     events = tables.metadata_events(records.filter(F.col("type").isin(*wanted)), excluded)
     events = run.write("_events", events)
@@ -329,7 +369,9 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     t = run.tick("state tables", t)
 
     leaderless = run.write("leaderless", analyses.leaderless_totals(leadership))
-    rec_parts = run.write("recovery_partitions", analyses.recovery_partitions(dir_failures, replica_dirs, partitions))
+    rec_parts = run.write(
+        "recovery_partitions", analyses.recovery_partitions(dir_failures, replica_dirs, partitions)
+    )
     recovery = run.write("recovery", analyses.recovery(dir_failures, rec_parts))
     balance = run.write("dir_balance", analyses.dir_balance(replica_dirs, partitions, brokers))
     run.write("record_mix", analyses.record_mix(records, _bucket_ms(s.first_timestamp, s.last_timestamp)))
@@ -342,17 +384,24 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     counts_row = (
         topics.agg(F.sum(F.col("removed_seq").isNull().cast("int")).alias("topics"))
         .crossJoin(brokers.agg(F.countDistinct("broker_id").alias("brokers")))
-        .crossJoin(partitions.agg(
-            F.sum((F.col("end_seq").isNull() & ~F.col("deleted")).cast("int")).alias("partitions")))
+        .crossJoin(
+            partitions.agg(
+                F.sum((F.col("end_seq").isNull() & ~F.col("deleted")).cast("int")).alias("partitions")
+            )
+        )
         .first()
     )
     assert counts_row is not None
     s.topics, s.brokers, s.partitions = (int(v or 0) for v in counts_row)
     s.dir_failures = [
         DirFailure(
-            broker_id=int(r["broker_id"]), directory=r["directory"], offset=int(r["failure_offset"]),
-            timestamp=int(r["failure_timestamp"]), affected_partitions=int(r["affected_partitions"]),
-            leaders_lost=int(r["leaders_lost"]), unrecovered_partitions=int(r["unrecovered_partitions"]),
+            broker_id=int(r["broker_id"]),
+            directory=r["directory"],
+            offset=int(r["failure_offset"]),
+            timestamp=int(r["failure_timestamp"]),
+            affected_partitions=int(r["affected_partitions"]),
+            leaders_lost=int(r["leaders_lost"]),
+            unrecovered_partitions=int(r["unrecovered_partitions"]),
             recovery_latency_ms=None if r["recovery_latency_ms"] is None else int(r["recovery_latency_ms"]),
             back_online_timestamp=None if r["back_timestamp"] is None else int(r["back_timestamp"]),
         )
@@ -384,19 +433,26 @@ def _migration(
     run.write("migrating_timeline", analyses.migrating_timeline(replica_dirs))
     states = [
         MigrationState(state=r["detail"], offset=int(r["offset"]), timestamp=int(r["timestamp"]))
-        for r in events if r["event"] == "state"
+        for r in events
+        if r["event"] == "state"
     ]
     registrations = [
         MigrationRegistration(
-            node_id=int(r["node_id"]), registered_as=r["detail"], offset=int(r["offset"]),
+            node_id=int(r["node_id"]),
+            registered_as=r["detail"],
+            offset=int(r["offset"]),
             timestamp=int(r["timestamp"]),
         )
-        for r in events if r["event"] in ("broker registered", "controller registered")
+        for r in events
+        if r["event"] in ("broker registered", "controller registered")
     ]
     copy_list = [_migration_copy(r) for r in copies.orderBy("begin_seq").collect()]
     brokers = [_migrating_broker(r) for r in migrating.collect()]
     return Migration(
-        states=states, copies=copy_list, registrations=registrations, brokers=brokers,
+        states=states,
+        copies=copy_list,
+        registrations=registrations,
+        brokers=brokers,
         final_state=states[-1].state if states else "NONE",
         still_migrating=sum(b.still_migrating for b in brokers),
         verdict=migration_verdict(states, copy_list, brokers),
@@ -418,15 +474,23 @@ def _opt_int(v: Any) -> int | None:
 def _migration_copy(r: Any) -> MigrationCopy:
     types = sorted(dict(r["record_types"] or {}).items(), key=lambda kv: (-kv[1], kv[0]))
     return MigrationCopy(
-        begin_offset=int(r["begin_offset"]), begin_timestamp=int(r["begin_timestamp"]), outcome=r["outcome"],
-        end_offset=_opt_int(r["end_offset"]), end_timestamp=_opt_int(r["end_timestamp"]), records=int(r["records"]),
-        record_types={k: int(v) for k, v in types}, ms=_opt_int(r["duration_ms"]), abort_reason=r["abort_reason"],
+        begin_offset=int(r["begin_offset"]),
+        begin_timestamp=int(r["begin_timestamp"]),
+        outcome=r["outcome"],
+        end_offset=_opt_int(r["end_offset"]),
+        end_timestamp=_opt_int(r["end_timestamp"]),
+        records=int(r["records"]),
+        record_types={k: int(v) for k, v in types},
+        ms=_opt_int(r["duration_ms"]),
+        abort_reason=r["abort_reason"],
     )
 
 
 def _migrating_broker(r: Any) -> MigratingBroker:
     return MigratingBroker(
-        broker_id=int(r["broker_id"]), replicas=int(r["replicas"]), still_migrating=int(r["still_migrating"] or 0),
+        broker_id=int(r["broker_id"]),
+        replicas=int(r["replicas"]),
+        still_migrating=int(r["still_migrating"] or 0),
         last_placed_timestamp=_opt_int(r["last_placed_timestamp"]),
         last_placed_offset=_opt_int(r["last_placed_offset"]),
     )
@@ -468,8 +532,14 @@ def run_analysis(
 
 
 def _run(
-    files: LogFiles, out: Path, t0: float, master: str | None, skip_corrupt: bool, full: bool,
-    range_bytes: int | None, report: bool,
+    files: LogFiles,
+    out: Path,
+    t0: float,
+    master: str | None,
+    skip_corrupt: bool,
+    full: bool,
+    range_bytes: int | None,
+    report: bool,
 ) -> Summary:
     from tools.analytics.session import open_session
 
@@ -523,8 +593,13 @@ def _run(
         summary.corrupt_this_run = len(all_spots)
         summary.corrupt_batches = [c.to_dict() for c in cp.corrupt]
         summary.base_snapshot = (
-            {"file": cp.base_snapshot.file, "end_offset": cp.base_snapshot.end_offset,
-             "timestamp": cp.base_snapshot.timestamp} if cp.base_snapshot else None
+            {
+                "file": cp.base_snapshot.file,
+                "end_offset": cp.base_snapshot.end_offset,
+                "timestamp": cp.base_snapshot.timestamp,
+            }
+            if cp.base_snapshot
+            else None
         )
 
         records = _records_df(spark, out, cp)
@@ -596,15 +671,24 @@ def _first_line(e: BaseException) -> str:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("logdir", metavar="LOGDIR",
-                   help="metadata log dir: __cluster_metadata-0 or the metadata dir that holds it")
+    p.add_argument(
+        "logdir",
+        metavar="LOGDIR",
+        help="metadata log dir: __cluster_metadata-0 or the metadata dir that holds it",
+    )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (tables, summary, report)")
-    p.add_argument("--master", metavar="URL",
-                   help="Spark master, e.g. local[4] or spark://host:7077 (default local[2], or spark-submit's)")
-    p.add_argument("--skip-corrupt", action="store_true",
-                   help="count and skip corrupt batches instead of failing")
+    p.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master, e.g. local[4] or spark://host:7077 (default local[2], or spark-submit's)",
+    )
+    p.add_argument(
+        "--skip-corrupt", action="store_true", help="count and skip corrupt batches instead of failing"
+    )
     p.add_argument("--full", action="store_true", help="re-read everything instead of only what is new")
-    p.add_argument("--range-bytes", type=int, metavar="N", help="bytes per decoding task (default: automatic)")
+    p.add_argument(
+        "--range-bytes", type=int, metavar="N", help="bytes per decoding task (default: automatic)"
+    )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
 
 
@@ -612,8 +696,13 @@ def run_from_args(args: argparse.Namespace) -> Summary:
     if args.range_bytes is not None and args.range_bytes <= 0:
         raise AnalysisError("--range-bytes must be positive")
     return run_analysis(
-        args.logdir, args.out, master=args.master, skip_corrupt=args.skip_corrupt, full=args.full,
-        range_bytes=args.range_bytes, report=not args.no_report,
+        args.logdir,
+        args.out,
+        master=args.master,
+        skip_corrupt=args.skip_corrupt,
+        full=args.full,
+        range_bytes=args.range_bytes,
+        report=not args.no_report,
     )
 
 
@@ -638,7 +727,9 @@ def describe(summary: Summary) -> list[str]:
     if summary.migration is not None:
         lines.append(f"ZooKeeper migration: {summary.migration.verdict}")
     if summary.corrupt_batches:
-        lines.append(f"{len(summary.corrupt_batches)} corrupt batches skipped ({summary.corrupt_this_run} this run)")
+        lines.append(
+            f"{len(summary.corrupt_batches)} corrupt batches skipped ({summary.corrupt_this_run} this run)"
+        )
     lines.extend(f"note: {n}" for n in summary.notices)
     lines.append(f"tables in {summary.out}" + (f"; report {summary.report}" if summary.report else ""))
     return lines

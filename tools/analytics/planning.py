@@ -127,7 +127,9 @@ def plan_ingest(files: LogFiles, cp: Checkpoint | None, *, full: bool) -> Plan:
             except CorruptBatchError:
                 same = False
             if not same:
-                return _fresh(files, f"{name} was rewritten since the last run (its last read batch changed)", True)
+                return _fresh(
+                    files, f"{name} was rewritten since the last run (its last read batch changed)", True
+                )
         if seg.size > st.size:
             grew = True
             tasks.append(ScanTask(seg.path, SEGMENT, st.size, cp.last_offset + 1, name == last_name))

@@ -72,7 +72,9 @@ def _timeline_rows(spark: SparkSession, out: Path, lo: int, hi: int) -> list[tup
     before = tl.filter(F.col("timestamp") < lo).orderBy(F.desc("seq")).limit(1).collect()
     inside = tl.filter(F.col("timestamp").between(lo, hi)).orderBy("seq").limit(20000).collect()
     rows = [(lo, int(r["offline_replicas"]), int(r["leaderless_partitions"])) for r in before]
-    rows += [(int(r["timestamp"]), int(r["offline_replicas"]), int(r["leaderless_partitions"])) for r in inside]
+    rows += [
+        (int(r["timestamp"]), int(r["offline_replicas"]), int(r["leaderless_partitions"])) for r in inside
+    ]
     return rows
 
 
@@ -214,8 +216,15 @@ def _mix_plot(spark: SparkSession, out: Path, summary: Summary) -> str:
     cmap = plt.get_cmap("tab10")
     for i, name in enumerate(order):
         share = [series[name].get(b, 0) / totals[b] if totals[b] else 0 for b in buckets]
-        a2.bar(xs, share, bottom=bottom, width=dt.timedelta(milliseconds=width_ms * 0.9), align="edge",
-               color=cmap(i % 10), label=name)
+        a2.bar(
+            xs,
+            share,
+            bottom=bottom,
+            width=dt.timedelta(milliseconds=width_ms * 0.9),
+            align="edge",
+            color=cmap(i % 10),
+            label=name,
+        )
         bottom = [x + y for x, y in zip(bottom, share, strict=True)]
     _date_axis(a2)
     a2.set_ylim(0, 1)
@@ -248,14 +257,20 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
     matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: smaller and searchable
     s = summary
     failed = [f for f in s.dir_failures if f.recovery_latency_ms is None]
-    worst = max((f.recovery_latency_ms for f in s.dir_failures if f.recovery_latency_ms is not None), default=None)
+    worst = max(
+        (f.recovery_latency_ms for f in s.dir_failures if f.recovery_latency_ms is not None), default=None
+    )
     cards = [
         ("records", f"{s.records:,}"),
         ("offsets", f"{s.first_offset}..{s.last_offset}"),
         ("brokers / topics / partitions", f"{s.brokers} / {s.topics} / {s.partitions}"),
         ("dir failures", str(len(s.dir_failures))),
-        ("slowest recovery", _fmt_ms(worst) if s.dir_failures and not failed else ("-" if not s.dir_failures else
-                                                                                   f"{len(failed)} not recovered")),
+        (
+            "slowest recovery",
+            _fmt_ms(worst)
+            if s.dir_failures and not failed
+            else ("-" if not s.dir_failures else f"{len(failed)} not recovered"),
+        ),
         ("ever leaderless partitions", f"{s.leaderless_partitions} ({s.still_leaderless} now)"),
         ("corrupt batches skipped", str(len(s.corrupt_batches))),
     ]
@@ -265,20 +280,42 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
         "<h1>KRaft metadata log report</h1>",
         f"<p class='note'>{html.escape(s.log_dir)} &middot; {_fmt_ts(s.first_timestamp)} to "
         f"{_fmt_ts(s.last_timestamp)}</p>",
-        "<div class='cards'>" + "".join(f"<div class='card'>{html.escape(k)}<b>{html.escape(v)}</b></div>"
-                                        for k, v in cards) + "</div>",
+        "<div class='cards'>"
+        + "".join(f"<div class='card'>{html.escape(k)}<b>{html.escape(v)}</b></div>" for k, v in cards)
+        + "</div>",
     ]
     if s.notices:
         parts.append("<ul class='note'>" + "".join(f"<li>{html.escape(n)}</li>" for n in s.notices) + "</ul>")
 
     parts.append("<h2>Directory failures</h2>")
     if s.dir_failures:
-        parts.append(_table(
-            ["broker", "directory", "offset", "time", "partitions affected", "leaders lost", "time to all led",
-             "dir back"],
-            [[f.broker_id, f.directory, f.offset, _fmt_ts(f.timestamp), f.affected_partitions, f.leaders_lost,
-              _fmt_ms(f.recovery_latency_ms), _fmt_ts(f.back_online_timestamp)] for f in s.dir_failures],
-        ))
+        parts.append(
+            _table(
+                [
+                    "broker",
+                    "directory",
+                    "offset",
+                    "time",
+                    "partitions affected",
+                    "leaders lost",
+                    "time to all led",
+                    "dir back",
+                ],
+                [
+                    [
+                        f.broker_id,
+                        f.directory,
+                        f.offset,
+                        _fmt_ts(f.timestamp),
+                        f.affected_partitions,
+                        f.leaders_lost,
+                        _fmt_ms(f.recovery_latency_ms),
+                        _fmt_ts(f.back_online_timestamp),
+                    ]
+                    for f in s.dir_failures
+                ],
+            )
+        )
         log_end = s.last_timestamp or 0
         for f in s.dir_failures[:MAX_FAILURE_PLOTS]:
             parts.append(_failure_plot(spark, out, f, log_end))
@@ -294,11 +331,22 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
     parts.append(_overview_plot(spark, out, s))
     top = spark.read.parquet(str(out / "leaderless")).limit(15).collect()
     if top:
-        parts.append(_table(
-            ["topic", "partition", "leaderless intervals", "total", "longest", "still leaderless"],
-            [[r["topic"], r["partition_id"], r["intervals"], _fmt_ms(r["total_ms"]), _fmt_ms(r["longest_ms"]),
-              "yes" if r["still_leaderless"] else "no"] for r in top],
-        ))
+        parts.append(
+            _table(
+                ["topic", "partition", "leaderless intervals", "total", "longest", "still leaderless"],
+                [
+                    [
+                        r["topic"],
+                        r["partition_id"],
+                        r["intervals"],
+                        _fmt_ms(r["total_ms"]),
+                        _fmt_ms(r["longest_ms"]),
+                        "yes" if r["still_leaderless"] else "no",
+                    ]
+                    for r in top
+                ],
+            )
+        )
 
     parts.append("<h2>Replicas per directory</h2>")
     parts.append(_balance_plot(s))
@@ -306,11 +354,22 @@ def render(spark: SparkSession, out: Path, summary: Summary) -> str:
     parts.append(_mix_plot(spark, out, s))
     if s.corrupt_batches:
         parts.append("<h2>Corrupt batches (skipped)</h2>")
-        parts.append(_table(["file", "byte", "base offset", "reason", "bytes skipped"],
-                            [[c["file"], c["position"], c["base_offset"], c["reason"], c["skipped_bytes"]]
-                             for c in s.corrupt_batches[:200]]))
-    parts.append("<p class='note'>Tables (Parquet) in " + html.escape(s.out) + ": "
-                 + ", ".join(html.escape(t) for t in sorted(s.tables)) + ".</p>")
+        parts.append(
+            _table(
+                ["file", "byte", "base offset", "reason", "bytes skipped"],
+                [
+                    [c["file"], c["position"], c["base_offset"], c["reason"], c["skipped_bytes"]]
+                    for c in s.corrupt_batches[:200]
+                ],
+            )
+        )
+    parts.append(
+        "<p class='note'>Tables (Parquet) in "
+        + html.escape(s.out)
+        + ": "
+        + ", ".join(html.escape(t) for t in sorted(s.tables))
+        + ".</p>"
+    )
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -319,29 +378,69 @@ def _migration_section(spark: SparkSession, out: Path, s: Summary, m: Migration)
     """KIP-866 as the log tells it: the state changes, the copy transaction(s), who registered as
     what, and each broker's MIGRATING replicas getting their real directories."""
     parts = ["<h2>ZooKeeper migration</h2>", f"<p><b>{html.escape(m.verdict)}</b></p>"]
-    parts.append(_table(
-        ["ZkMigrationState", "offset", "time"],
-        [[st.state, st.offset, _fmt_ts(st.timestamp)] for st in m.states],
-    ))
+    parts.append(
+        _table(
+            ["ZkMigrationState", "offset", "time"],
+            [[st.state, st.offset, _fmt_ts(st.timestamp)] for st in m.states],
+        )
+    )
     if m.copies:
-        parts.append("<p>The copy of ZooKeeper's metadata (BeginTransactionRecord \"ZK Migration\"):</p>")
-        parts.append(_table(
-            ["began at offset", "began", "outcome", "ended at offset", "records", "took", "records by type"],
-            [[c.begin_offset, _fmt_ts(c.begin_timestamp), _outcome(c), "-" if c.end_offset is None else c.end_offset,
-              c.records, "-" if c.ms is None else _fmt_ms(c.ms), _record_types(c)] for c in m.copies],
-        ))
+        parts.append('<p>The copy of ZooKeeper\'s metadata (BeginTransactionRecord "ZK Migration"):</p>')
+        parts.append(
+            _table(
+                [
+                    "began at offset",
+                    "began",
+                    "outcome",
+                    "ended at offset",
+                    "records",
+                    "took",
+                    "records by type",
+                ],
+                [
+                    [
+                        c.begin_offset,
+                        _fmt_ts(c.begin_timestamp),
+                        _outcome(c),
+                        "-" if c.end_offset is None else c.end_offset,
+                        c.records,
+                        "-" if c.ms is None else _fmt_ms(c.ms),
+                        _record_types(c),
+                    ]
+                    for c in m.copies
+                ],
+            )
+        )
     if m.registrations:
-        parts.append(_table(
-            ["node", "registered as", "offset", "time"],
-            [[r.node_id, r.registered_as, r.offset, _fmt_ts(r.timestamp)] for r in m.registrations],
-        ))
+        parts.append(
+            _table(
+                ["node", "registered as", "offset", "time"],
+                [[r.node_id, r.registered_as, r.offset, _fmt_ts(r.timestamp)] for r in m.registrations],
+            )
+        )
     if m.brokers:
         parts.append("<p>Replicas copied with the MIGRATING directory, per broker:</p>")
-        parts.append(_table(
-            ["broker", "MIGRATING replicas", "still MIGRATING", "last placed in a real directory", "at offset"],
-            [[b.broker_id, b.replicas, b.still_migrating, _fmt_ts(b.last_placed_timestamp),
-              "-" if b.last_placed_offset is None else b.last_placed_offset] for b in m.brokers],
-        ))
+        parts.append(
+            _table(
+                [
+                    "broker",
+                    "MIGRATING replicas",
+                    "still MIGRATING",
+                    "last placed in a real directory",
+                    "at offset",
+                ],
+                [
+                    [
+                        b.broker_id,
+                        b.replicas,
+                        b.still_migrating,
+                        _fmt_ts(b.last_placed_timestamp),
+                        "-" if b.last_placed_offset is None else b.last_placed_offset,
+                    ]
+                    for b in m.brokers
+                ],
+            )
+        )
         parts.append(_migrating_plot(spark, out, s, m))
     return parts
 
@@ -389,17 +488,33 @@ def _migrating_plot(spark: SparkSession, out: Path, s: Summary, m: Migration) ->
     for i, (broker, (xs, ys)) in enumerate(sorted(series.items())[:MAX_MIGRATING_BROKERS]):
         # Start from 0 before the copy and hold the last count to the log's end. Brokers with the
         # same replica count draw the same line until they restart: the styles keep each visible.
-        ax.step(_dates([start, *xs, end]), [0, *ys, ys[-1]], where="post", color=cmap(i % 10),
-                linestyle=styles[i % len(styles)], label=f"broker {broker}", linewidth=1.6)
+        ax.step(
+            _dates([start, *xs, end]),
+            [0, *ys, ys[-1]],
+            where="post",
+            color=cmap(i % 10),
+            linestyle=styles[i % len(styles)],
+            label=f"broker {broker}",
+            linewidth=1.6,
+        )
     for st in m.states:
         x = _dates([st.timestamp])[0]
         ax.axvline(x, color="black", linestyle="--", linewidth=0.8)
-        ax.annotate(f"{st.state} @ {st.offset}", (x, 1), xycoords=("data", "axes fraction"), fontsize=7,
-                    rotation=90, ha="right", va="top")
+        ax.annotate(
+            f"{st.state} @ {st.offset}",
+            (x, 1),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            rotation=90,
+            ha="right",
+            va="top",
+        )
     _date_axis(ax)
     ax.set_ylabel("MIGRATING replicas")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_title("MIGRATING replicas per broker (black lines: ZkMigrationState changes, at their offsets)", fontsize=10)
+    ax.set_title(
+        "MIGRATING replicas per broker (black lines: ZkMigrationState changes, at their offsets)", fontsize=10
+    )
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(alpha=0.3)
     ax.set_ylim(bottom=0)

@@ -99,8 +99,17 @@ def scan_file(
             return scan
         buf = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
-        _scan(buf, scan, path, range_bytes, after_offset, min_offset, tail_may_be_partial,
-              snapshot_end_offset, snapshot_timestamp)
+        _scan(
+            buf,
+            scan,
+            path,
+            range_bytes,
+            after_offset,
+            min_offset,
+            tail_may_be_partial,
+            snapshot_end_offset,
+            snapshot_timestamp,
+        )
     finally:
         buf.close()
     return scan
@@ -128,8 +137,20 @@ def _scan(
         if cut_first is None:
             return
         scan.ranges.append(
-            LogRange(str(path), path.name, scan.source, cut_start, end, cut_first, cut_last,
-                     cut_batches, cut_records, min_offset, snapshot_end_offset, snapshot_timestamp)
+            LogRange(
+                str(path),
+                path.name,
+                scan.source,
+                cut_start,
+                end,
+                cut_first,
+                cut_last,
+                cut_batches,
+                cut_records,
+                min_offset,
+                snapshot_end_offset,
+                snapshot_timestamp,
+            )
         )
         cut_start, cut_first, cut_batches, cut_records = end, None, 0, 0
 
@@ -137,11 +158,16 @@ def _scan(
     try:
         for pos, h in _headers(buf, scan.scanned_from):
             if h.last_offset_delta < 0 or h.records_count < 0:
-                raise CorruptBatchError(pos, f"impossible record counts (last offset delta "
-                                        f"{h.last_offset_delta}, {h.records_count} records)")
+                raise CorruptBatchError(
+                    pos,
+                    f"impossible record counts (last offset delta "
+                    f"{h.last_offset_delta}, {h.records_count} records)",
+                )
             if h.base_offset <= previous:
-                raise CorruptBatchError(pos, f"base offset {h.base_offset} is not after the previous "
-                                        f"batch's last offset {previous}")
+                raise CorruptBatchError(
+                    pos,
+                    f"base offset {h.base_offset} is not after the previous batch's last offset {previous}",
+                )
             previous = h.last_offset
             end = pos + h.size
             if scan.first_offset is None:
@@ -167,11 +193,21 @@ def _scan(
         if tail_may_be_partial:
             scan.partial_tail_bytes = size - e.offset_in_file
         else:
-            scan.corrupt = CorruptSpot(scan.file, e.offset_in_file, e.reason, size - e.offset_in_file,
-                                       _base_offset_at(buf, e.offset_in_file))
+            scan.corrupt = CorruptSpot(
+                scan.file,
+                e.offset_in_file,
+                e.reason,
+                size - e.offset_in_file,
+                _base_offset_at(buf, e.offset_in_file),
+            )
     except CorruptBatchError as e:
-        scan.corrupt = CorruptSpot(scan.file, e.offset_in_file, e.reason, size - e.offset_in_file,
-                                   _base_offset_at(buf, e.offset_in_file))
+        scan.corrupt = CorruptSpot(
+            scan.file,
+            e.offset_in_file,
+            e.reason,
+            size - e.offset_in_file,
+            _base_offset_at(buf, e.offset_in_file),
+        )
     cut(scan.good_end)
 
 

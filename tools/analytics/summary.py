@@ -77,7 +77,9 @@ class Migration:
             copies=[MigrationCopy(**x) for x in d["copies"]],
             registrations=[MigrationRegistration(**x) for x in d["registrations"]],
             brokers=[MigratingBroker(**x) for x in d["brokers"]],
-            final_state=d["final_state"], still_migrating=d["still_migrating"], verdict=d["verdict"],
+            final_state=d["final_state"],
+            still_migrating=d["still_migrating"],
+            verdict=d["verdict"],
         )
 
 
@@ -95,7 +97,9 @@ def _placement(brokers: list[MigratingBroker]) -> str:
     return f"{_replicas(sum(b.still_migrating for b in still))} still MIGRATING ({per})"
 
 
-def migration_verdict(states: list[MigrationState], copies: list[MigrationCopy], brokers: list[MigratingBroker]) -> str:
+def migration_verdict(
+    states: list[MigrationState], copies: list[MigrationCopy], brokers: list[MigratingBroker]
+) -> str:
     """One line: how far the migration got, and which brokers still have replicas with no real directory."""
     final = states[-1] if states else None
     committed = [c for c in copies if c.outcome == "committed"]

@@ -106,13 +106,23 @@ class DirFailureStory:
 
 
 def _register(broker: int, epoch: int, dirs: list[Uuid]) -> ApiMessageAndVersion:
-    return amv(RegisterBrokerRecord(
-        BrokerId=broker, IncarnationId=uuid_of(f"incarnation-{broker}-{epoch}"), BrokerEpoch=epoch,
-        Rack=None, Fenced=True, InControlledShutdown=False, LogDirs=dirs,
-    ), 3)
+    return amv(
+        RegisterBrokerRecord(
+            BrokerId=broker,
+            IncarnationId=uuid_of(f"incarnation-{broker}-{epoch}"),
+            BrokerEpoch=epoch,
+            Rack=None,
+            Fenced=True,
+            InControlledShutdown=False,
+            LogDirs=dirs,
+        ),
+        3,
+    )
 
 
-def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[int, list[ApiMessageAndVersion]]]], DirFailureStory]:
+def dir_failure_batches(
+    t0: int = 1_700_000_000_000,
+) -> tuple[list[list[tuple[int, list[ApiMessageAndVersion]]]], DirFailureStory]:
     """Three phases of batches: setup, the failure of dir A on broker 1, and broker 1 coming back.
 
     Brokers 1-3 have dirs A<n> and B<n>. Topic "orders" has four partitions:
@@ -130,7 +140,12 @@ def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[in
     for b in (1, 2, 3):
         setup.append((t0 + 100 * b, [_register(b, 10 + b, list(dirs[b]))]))
     for b in (1, 2, 3):
-        setup.append((t0 + 1000 + b, [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)]))
+        setup.append(
+            (
+                t0 + 1000 + b,
+                [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)],
+            )
+        )
     a = {b: dirs[b][0] for b in dirs}
     bb = {b: dirs[b][1] for b in dirs}
     layout = [
@@ -139,22 +154,42 @@ def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[in
         (2, [2, 1], [bb[2], a[1]], 2),
         (3, [1], [a[1]], 1),
     ]
-    setup.append((t0 + 2000, [amv(TopicRecord(Name="orders", TopicId=topic_id))] + [
-        amv(PartitionRecord(PartitionId=p, TopicId=topic_id, Replicas=r, Isr=list(r), Leader=lead,
-                            LeaderEpoch=0, PartitionEpoch=0, Directories=d), 1)
-        for p, r, d, lead in layout
-    ]))
+    setup.append(
+        (
+            t0 + 2000,
+            [amv(TopicRecord(Name="orders", TopicId=topic_id))]
+            + [
+                amv(
+                    PartitionRecord(
+                        PartitionId=p,
+                        TopicId=topic_id,
+                        Replicas=r,
+                        Isr=list(r),
+                        Leader=lead,
+                        LeaderEpoch=0,
+                        PartitionEpoch=0,
+                        Directories=d,
+                    ),
+                    1,
+                )
+                for p, r, d, lead in layout
+            ],
+        )
+    )
     for i in range(5):
         setup.append((t0 + 3000 + 1000 * i, [amv(NoOpRecord())]))
 
     fail_ms = t0 + 10_000
     failure = [
-        (fail_ms, [
-            amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, LogDirs=[bb[1]]), 2),
-            amv(PartitionChangeRecord(PartitionId=0, TopicId=topic_id, Leader=2, Isr=[2]), 1),
-            amv(PartitionChangeRecord(PartitionId=2, TopicId=topic_id, Isr=[2]), 1),
-            amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=-1), 1),
-        ]),
+        (
+            fail_ms,
+            [
+                amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, LogDirs=[bb[1]]), 2),
+                amv(PartitionChangeRecord(PartitionId=0, TopicId=topic_id, Leader=2, Isr=[2]), 1),
+                amv(PartitionChangeRecord(PartitionId=2, TopicId=topic_id, Isr=[2]), 1),
+                amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=-1), 1),
+            ],
+        ),
     ]
     failure += [(fail_ms + 5000 * i, [amv(NoOpRecord())]) for i in range(1, 6)]
 
@@ -162,16 +197,27 @@ def dir_failure_batches(t0: int = 1_700_000_000_000) -> tuple[list[list[tuple[in
     recovered_ms = t0 + 41_000
     recovery = [
         (back_ms, [_register(1, 50, list(dirs[1]))]),
-        (recovered_ms, [
-            amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=50, Fenced=-1), 2),
-            amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=1), 1),
-        ]),
+        (
+            recovered_ms,
+            [
+                amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=50, Fenced=-1), 2),
+                amv(PartitionChangeRecord(PartitionId=3, TopicId=topic_id, Leader=1), 1),
+            ],
+        ),
         (recovered_ms + 1000, [amv(PartitionChangeRecord(PartitionId=0, TopicId=topic_id, Isr=[2, 1]), 1)]),
     ]
     recovery += [(recovered_ms + 1000 + 2000 * i, [amv(NoOpRecord())]) for i in range(1, 4)]
     story = DirFailureStory(
-        t0=t0, failed_broker=1, failed_dir=a[1], failure_ms=fail_ms, back_ms=back_ms,
-        recovered_ms=recovered_ms, affected_partitions=3, leaders_lost=2, topic="orders", topic_id=topic_id,
+        t0=t0,
+        failed_broker=1,
+        failed_dir=a[1],
+        failure_ms=fail_ms,
+        back_ms=back_ms,
+        recovered_ms=recovered_ms,
+        affected_partitions=3,
+        leaders_lost=2,
+        topic="orders",
+        topic_id=topic_id,
     )
     return [setup, failure, recovery], story
 
@@ -258,9 +304,21 @@ def write_large_log(
         for p in range(partitions_per_topic):
             replicas = rng.sample(range(1, brokers + 1), min(3, brokers))
             directories = [rng.choice(dirs[b]) for b in replicas]
-            batch.append(amv(PartitionRecord(PartitionId=p, TopicId=tid, Replicas=replicas, Isr=list(replicas),
-                                             Leader=replicas[0], LeaderEpoch=0, PartitionEpoch=0,
-                                             Directories=directories), 1))
+            batch.append(
+                amv(
+                    PartitionRecord(
+                        PartitionId=p,
+                        TopicId=tid,
+                        Replicas=replicas,
+                        Isr=list(replicas),
+                        Leader=replicas[0],
+                        LeaderEpoch=0,
+                        PartitionEpoch=0,
+                        Directories=directories,
+                    ),
+                    1,
+                )
+            )
             parts.append((tid, p, replicas))
         put(batch)
     noop = [amv(NoOpRecord())]
@@ -275,7 +333,9 @@ def write_large_log(
                 isr = rng.sample(replicas, rng.randint(1, len(replicas)))
                 burst.append(amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Isr=isr), 1))
             else:
-                burst.append(amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Leader=rng.choice(replicas)), 1))
+                burst.append(
+                    amv(PartitionChangeRecord(PartitionId=p, TopicId=tid, Leader=rng.choice(replicas)), 1)
+                )
         put(burst)
     return written
 
@@ -313,11 +373,23 @@ def _type_counts(records: Sequence[ApiMessageAndVersion]) -> dict[str, int]:
     return out
 
 
-def _migrated_partitions(topic_id: Uuid, layout: list[tuple[int, list[int], int]]) -> list[ApiMessageAndVersion]:
+def _migrated_partitions(
+    topic_id: Uuid, layout: list[tuple[int, list[int], int]]
+) -> list[ApiMessageAndVersion]:
     # Version 0, as the copy writes them: no Directories, so replay makes every replica MIGRATING.
     return [
-        amv(PartitionRecord(PartitionId=p, TopicId=topic_id, Replicas=r, Isr=list(r), Leader=lead,
-                            LeaderEpoch=3, PartitionEpoch=5), 0)
+        amv(
+            PartitionRecord(
+                PartitionId=p,
+                TopicId=topic_id,
+                Replicas=r,
+                Isr=list(r),
+                Leader=lead,
+                LeaderEpoch=3,
+                PartitionEpoch=5,
+            ),
+            0,
+        )
         for p, r, lead in layout
     ]
 
@@ -327,17 +399,36 @@ def _migration_start(t0: int, dirs: dict[int, list[Uuid]], controller_id: int) -
     from protocol.metadata_records import RegisterControllerRecord, ZkMigrationStateRecord
 
     out: Batches = [
-        (t0, [amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9)),
-              amv(ZkMigrationStateRecord(ZkMigrationState=2))]),
-        (t0 + 50, [amv(RegisterControllerRecord(
-            ControllerId=controller_id, IncarnationId=uuid_of(f"controller-{controller_id}"), ZkMigrationReady=True,
-        ))]),
+        (
+            t0,
+            [
+                amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9)),
+                amv(ZkMigrationStateRecord(ZkMigrationState=2)),
+            ],
+        ),
+        (
+            t0 + 50,
+            [
+                amv(
+                    RegisterControllerRecord(
+                        ControllerId=controller_id,
+                        IncarnationId=uuid_of(f"controller-{controller_id}"),
+                        ZkMigrationReady=True,
+                    )
+                )
+            ],
+        ),
     ]
     for b in (1, 2):
         reg = _register(b, 10 + b, dirs[b])
         reg.message.IsMigratingZkBroker = True
         out.append((t0 + 100 * b, [reg]))
-        out.append((t0 + 150 * b, [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)]))
+        out.append(
+            (
+                t0 + 150 * b,
+                [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)],
+            )
+        )
     return out
 
 
@@ -345,7 +436,10 @@ def _aborted_copy(t0: int, topic_id: Uuid) -> tuple[Batches, dict[str, int]]:
     """A copy cut by a controller failover: the next controller aborts it."""
     from protocol.metadata_records import AbortTransactionRecord, BeginTransactionRecord
 
-    held = [amv(TopicRecord(Name="migrated", TopicId=topic_id)), *_migrated_partitions(topic_id, _MIGRATED_LAYOUT[:1])]
+    held = [
+        amv(TopicRecord(Name="migrated", TopicId=topic_id)),
+        *_migrated_partitions(topic_id, _MIGRATED_LAYOUT[:1]),
+    ]
     batches: Batches = [
         (t0 + 1000, [amv(BeginTransactionRecord(Name="ZK Migration")), *held]),
         (t0 + 1100, [amv(AbortTransactionRecord(Reason="Controller failover"))]),
@@ -365,7 +459,8 @@ def _committed_copy(t0: int, topic_id: Uuid) -> tuple[Batches, list[ApiMessageAn
     )
 
     topics = [
-        amv(TopicRecord(Name="migrated", TopicId=topic_id)), *_migrated_partitions(topic_id, _MIGRATED_LAYOUT),
+        amv(TopicRecord(Name="migrated", TopicId=topic_id)),
+        *_migrated_partitions(topic_id, _MIGRATED_LAYOUT),
         amv(ConfigRecord(ResourceType=2, ResourceName="migrated", Name="retention.ms", Value="86400000")),
     ]
     producer_ids = [amv(ProducerIdsRecord(BrokerId=-1, BrokerEpoch=-1, NextProducerId=5000))]
@@ -379,7 +474,9 @@ def _committed_copy(t0: int, topic_id: Uuid) -> tuple[Batches, list[ApiMessageAn
     return batches, [*topics, *producer_ids, state]
 
 
-def _brokers_back_in_kraft(t0: int, dirs: dict[int, list[Uuid]], topic_id: Uuid) -> tuple[Batches, dict[int, int]]:
+def _brokers_back_in_kraft(
+    t0: int, dirs: dict[int, list[Uuid]], topic_id: Uuid
+) -> tuple[Batches, dict[int, int]]:
     """Broker 1, then broker 2, registers as a KRaft broker and places its replicas (AssignReplicasToDirs)."""
     out: Batches = []
     placed: dict[int, int] = {}
@@ -389,10 +486,14 @@ def _brokers_back_in_kraft(t0: int, dirs: dict[int, list[Uuid]], topic_id: Uuid)
         placed[b] = ts + 500
         # A broker still in ZooKeeper mode keeps MIGRATING; one back in KRaft mode has placed its own.
         changes = [
-            amv(PartitionChangeRecord(
-                PartitionId=p, TopicId=topic_id,
-                Directories=[dirs[x][p % 2] if x in placed else MIGRATING for x in r],
-            ), 1)
+            amv(
+                PartitionChangeRecord(
+                    PartitionId=p,
+                    TopicId=topic_id,
+                    Directories=[dirs[x][p % 2] if x in placed else MIGRATING for x in r],
+                ),
+                1,
+            )
             for p, r, _ in _MIGRATED_LAYOUT
         ]
         out.append((ts + 500, changes))
@@ -419,9 +520,15 @@ def migration_batches(t0: int = 1_700_000_000_000) -> tuple[Batches, MigrationSt
     post = t0 + 40_000
     out.append((post, [amv(ZkMigrationStateRecord(ZkMigrationState=3))]))
     story = MigrationStory(
-        t0=t0, copy_begin_offset=begin_offset, copy_end_offset=end_offset, copy_records=len(held),
-        copy_record_types=_type_counts(held), aborted_copies=1, aborted_record_types=aborted_types,
-        placed_ms=placed, post_migration_ms=post,
+        t0=t0,
+        copy_begin_offset=begin_offset,
+        copy_end_offset=end_offset,
+        copy_records=len(held),
+        copy_record_types=_type_counts(held),
+        aborted_copies=1,
+        aborted_record_types=aborted_types,
+        placed_ms=placed,
+        post_migration_ms=post,
     )
     return out, story
 
@@ -430,4 +537,3 @@ def write_migration_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> Migr
     batches, story = migration_batches(t0)
     LogWriter(metadata_dir / PARTITION_DIR).append_all(batches)
     return story
-

@@ -148,11 +148,11 @@ async def _brokers(bootstrap: str) -> list[tuple[int, str, int]]:
 
 async def list_groups(bootstrap: str) -> list[str]:
     from protocol.rpc.list_groups import ListGroupsRequest
-    from tools.client.wire import KafkaConnection
+    from tools.client.wire import KafkaRpcClient
 
     groups: list[str] = []
     for _, host, port in await _brokers(bootstrap):
-        async with KafkaConnection(host, port) as conn:
+        async with KafkaRpcClient(host, port) as conn:
             resp = await conn.call("ListGroups", ListGroupsRequest())
         groups += [g.GroupId for g in resp.Groups]
     return groups
@@ -163,7 +163,7 @@ async def describe_group(bootstrap: str, group: str) -> GroupDescription:
     from protocol.rpc.describe_groups import DescribeGroupsRequest
     from protocol.rpc.find_coordinator import FindCoordinatorRequest
     from protocol.rpc.offset_fetch import OffsetFetchRequest
-    from tools.client.wire import KafkaConnection, connect_any
+    from tools.client.wire import KafkaRpcClient, connect_any
 
     conn = await connect_any(bootstrap)
     try:
@@ -180,7 +180,7 @@ async def describe_group(bootstrap: str, group: str) -> GroupDescription:
             Errors(found.ErrorCode), f"no coordinator for group {group}: {found.ErrorMessage or ''}"
         )
     coordinator = (found.NodeId, found.Host, found.Port)
-    async with KafkaConnection(found.Host, found.Port) as c:
+    async with KafkaRpcClient(found.Host, found.Port) as c:
         described = (await c.call("DescribeGroups", DescribeGroupsRequest(Groups=[group]))).Groups[0]
         if described.ErrorCode:
             raise KafkaError(Errors(described.ErrorCode), f"describing group {group}")
@@ -223,7 +223,7 @@ async def describe_group(bootstrap: str, group: str) -> GroupDescription:
 async def _log_end_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     from protocol.rpc.list_offsets import ListOffsetsRequest as L
     from protocol.rpc.metadata import MetadataRequest
-    from tools.client.wire import KafkaConnection, connect_any
+    from tools.client.wire import KafkaRpcClient, connect_any
 
     if not tps:
         return {}
@@ -255,7 +255,7 @@ async def _log_end_offsets(bootstrap: str, tps: list[tuple[str, int]]) -> dict[t
                 for t, ps in by_topic.items()
             ],
         )
-        async with KafkaConnection(*where[leader]) as c:
+        async with KafkaRpcClient(*where[leader]) as c:
             resp = await c.call("ListOffsets", req)
         for t in resp.Topics:
             for p in t.Partitions:

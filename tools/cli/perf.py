@@ -31,7 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_bootstrap(p)
     p.add_argument("--topic", required=True)
     p.add_argument("--num-records", type=int, required=True)
-    p.add_argument("--record-size", type=int, required=True, help="bytes per record: random capital letters, as kafka-producer-perf-test sends")
+    p.add_argument(
+        "--record-size",
+        type=int,
+        required=True,
+        help="bytes per record: random capital letters, as kafka-producer-perf-test sends",
+    )
     p.add_argument("--throughput", type=float, default=-1, help="records/s to aim for; -1: no limit")
     p.add_argument(
         "--producer-props",
