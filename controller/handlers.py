@@ -87,6 +87,13 @@ class ControllerApis:
                 "createPartitions", lambda core, r, v, ctx: core.create_partitions(r, v)
             ),
             "AlterPartition": write("alterPartition", lambda core, r, v, ctx: core.alter_partition(r, v)),
+            "AlterPartitionReassignments": write(
+                "alterPartitionReassignments",
+                lambda core, r, v, ctx: core.alter_partition_reassignments(r, v),
+            ),
+            "ListPartitionReassignments": self._read(
+                "listPartitionReassignments", lambda core, r, v: core.list_partition_reassignments(r, v)
+            ),
             "AllocateProducerIds": write(
                 "allocateProducerIds", lambda core, r, v, ctx: core.allocate_producer_ids(r, v)
             ),

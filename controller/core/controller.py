@@ -31,6 +31,7 @@ import controller.core.broker_lifecycle as _lifecycle
 import controller.core.elections as _elections
 import controller.core.producer_ids as _producer_ids
 import controller.core.queries as _queries
+import controller.core.reassignment as _reassignment
 import controller.core.topics as _topics
 from controller.core.context import ControllerConfig, ControllerManagers
 from controller.core.metadata_version import FEATURE_NAME
@@ -44,6 +45,10 @@ from protocol.framing import ApiMessageAndVersion
 from protocol.rpc import API_SPECS
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest, AllocateProducerIdsResponse
 from protocol.rpc.alter_partition import AlterPartitionRequest, AlterPartitionResponse
+from protocol.rpc.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.rpc.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
@@ -51,6 +56,10 @@ from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartit
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.rpc.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.rpc.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 
 __all__ = ["ControllerConfig", "QuorumControllerCore"]
@@ -261,6 +270,14 @@ class QuorumControllerCore:
     ) -> ControllerResult[AlterPartitionResponse]:
         return self._run("AlterPartition", lambda: _alter_partition.alter_partition(self.m, req, version))
 
+    def alter_partition_reassignments(
+        self, req: AlterPartitionReassignmentsRequest, version: int
+    ) -> ControllerResult[AlterPartitionReassignmentsResponse]:
+        return self._run(
+            "AlterPartitionReassignments",
+            lambda: _reassignment.alter_partition_reassignments(self.m, req, version),
+        )
+
     def allocate_producer_ids(
         self, req: AllocateProducerIdsRequest, version: int
     ) -> ControllerResult[AllocateProducerIdsResponse]:
@@ -312,6 +329,11 @@ class QuorumControllerCore:
     ) -> _queries.MetadataAnswer:
         """What `metadata` answers, before its models are built (see MetadataAnswer)."""
         return _queries.metadata_answer(self.m, req, version, listener_name)
+
+    def list_partition_reassignments(
+        self, req: ListPartitionReassignmentsRequest, version: int
+    ) -> ListPartitionReassignmentsResponse:
+        return _reassignment.list_partition_reassignments(self.m, req)
 
     @property
     def metadata_version(self) -> int:

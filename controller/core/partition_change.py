@@ -14,7 +14,10 @@ AlterPartition, elections) goes through here, so the rules live in one place (re
   leader changes, plus the two bumps Kafka keeps: an ISR shrink below metadata.version 3.6-IV0
   (or during a ZooKeeper migration), and a replica set that drops a replica;
 - Directories are written only from JBOD's metadata.version on (a PartitionChangeRecord below it
-  cannot carry them, field bug 6); new replicas get their broker's default directory.
+  cannot carry them, field bug 6); new replicas get their broker's default directory;
+- a reassignment under way (KIP-455: AddingReplicas or RemovingReplicas set) completes in whichever
+  change first leaves every replica it keeps in the ISR: Replicas loses the removing ones, the ISR
+  too, both lists are cleared, and a removed leader is replaced.
 """
 
 from __future__ import annotations
@@ -50,8 +53,10 @@ class PartitionChangeBuilder:
         "_metadata_version",
         "_partition",
         "_partition_id",
+        "_target_adding",
         "_target_isr",
         "_target_lrs",
+        "_target_removing",
         "_target_replicas",
         "_topic_id",
         "_zk_migration",
@@ -78,6 +83,8 @@ class PartitionChangeBuilder:
         self._target_isr: tuple[int, ...] | None = None
         self._target_replicas: tuple[int, ...] | None = None
         self._target_lrs: int | None = None
+        self._target_removing: tuple[int, ...] | None = None
+        self._target_adding: tuple[int, ...] | None = None
         self._directory_changes: dict[int, Uuid] | None = None
         self._election = Election.ONLINE
 
@@ -87,6 +94,14 @@ class PartitionChangeBuilder:
 
     def set_target_replicas(self, replicas: Sequence[int]) -> Self:
         self._target_replicas = tuple(replicas)
+        return self
+
+    def set_target_removing(self, removing: Sequence[int]) -> Self:
+        self._target_removing = tuple(removing)
+        return self
+
+    def set_target_adding(self, adding: Sequence[int]) -> Self:
+        self._target_adding = tuple(adding)
         return self
 
     def set_directory(self, broker_id: int, directory: Uuid) -> Self:
@@ -109,8 +124,14 @@ class PartitionChangeBuilder:
         mv = self._metadata_version
         track_dirs = mv >= MV_3_7_IV2
         replicas = p.replicas if self._target_replicas is None else self._target_replicas
-        replicas_changed = replicas != p.replicas
         isr = p.isr if self._target_isr is None else self._target_isr
+        removing = p.removing_replicas if self._target_removing is None else self._target_removing
+        adding = p.adding_replicas if self._target_adding is None else self._target_adding
+        if removing or adding:
+            done = completed_reassignment(replicas, isr, removing)
+            if done is not None:
+                (replicas, isr), removing, adding = done, (), ()
+        replicas_changed = replicas != p.replicas
         if replicas_changed:
             isr = tuple(b for b in isr if b in replicas)
         dirs = self._target_directories(replicas, replicas_changed, track_dirs)
@@ -137,6 +158,10 @@ class PartitionChangeBuilder:
                 fields["Leader"] = p.leader
         if track_dirs and (replicas_changed or dirs != p.directories):
             fields["Directories"] = list(dirs)
+        if removing != p.removing_replicas:
+            fields["RemovingReplicas"] = list(removing)
+        if adding != p.adding_replicas:
+            fields["AddingReplicas"] = list(adding)
         if (
             self._target_lrs is not None
             and "LeaderRecoveryState" not in fields
@@ -201,3 +226,15 @@ class PartitionChangeBuilder:
                 if accept(b, dirs[i]):
                     return b, True
         return NO_LEADER, False
+
+
+def completed_reassignment(
+    replicas: tuple[int, ...], isr: tuple[int, ...], removing: tuple[int, ...]
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """(replicas, ISR) once a reassignment is done, or None while it is not: every replica it keeps
+    must be in the ISR, and neither list may end up empty (PartitionReassignmentReplicas)."""
+    kept_isr = tuple(b for b in isr if b not in removing)
+    kept = tuple(b for b in replicas if b not in removing)
+    if not kept_isr or not kept or any(b not in kept_isr for b in kept):
+        return None
+    return kept, kept_isr

@@ -4,7 +4,8 @@ Indexes (kept up to date by replay, so no operation ever scans every partition):
 - replicas by (broker, directory): the partitions to touch when a directory fails, and the
   KIP-858 "all placed?" check before unfencing a multi-dir broker;
 - ISR membership by broker: the partitions to touch when a broker is fenced or shuts down;
-- leadership by broker, and the set of leaderless partitions.
+- leadership by broker, and the set of leaderless partitions;
+- the partitions being reassigned (KIP-455), for ListPartitionReassignments and the gauge.
 Index values are insertion-ordered dicts used as sets, so generated records come out in the same
 order on every run.
 
@@ -47,6 +48,7 @@ _ReplicationSnapshot = tuple[
     dict[int, dict[Uuid, _PartitionSet]],
     dict[int, _PartitionSet],
     dict[int, _PartitionSet],
+    _PartitionSet,
     _PartitionSet,
     int,
 ]
@@ -111,6 +113,7 @@ class ReplicationControlManager:
         self._isr: dict[int, dict[TopicIdPartition, None]] = {}
         self._leaders: dict[int, dict[TopicIdPartition, None]] = {}
         self._leaderless: dict[TopicIdPartition, None] = {}
+        self._reassigning: dict[TopicIdPartition, None] = {}
         # Kept by replay so the partition caps and the GlobalPartitionCount gauge never walk every topic.
         self._partition_count = 0
 
@@ -185,6 +188,13 @@ class ReplicationControlManager:
             for b in new_isr:
                 if b not in old_isr:
                     self._isr.setdefault(b, {})[tp] = None
+        was = old is not None and bool(old.adding_replicas or old.removing_replicas)
+        now = new is not None and bool(new.adding_replicas or new.removing_replicas)
+        if was != now:
+            if now:
+                self._reassigning[tp] = None
+            else:
+                del self._reassigning[tp]
         old_leader = old.leader if old is not None else None
         new_leader = new.leader if new is not None else None
         if old_leader != new_leader:
@@ -232,6 +242,13 @@ class ReplicationControlManager:
 
     def partition_count(self) -> int:
         return self._partition_count
+
+    def reassigning_partitions(self) -> list[TopicIdPartition]:
+        """Partitions with a reassignment under way, in the order they started."""
+        return list(self._reassigning)
+
+    def reassigning_partition_count(self) -> int:
+        return len(self._reassigning)
 
     def preferred_replica_imbalance_count(self) -> int:
         """Partitions not led by their first replica, leaderless ones included (Kafka's
@@ -508,6 +525,7 @@ class ReplicationControlManager:
             {b: dict(tps) for b, tps in self._isr.items()},
             {b: dict(tps) for b, tps in self._leaders.items()},
             dict(self._leaderless),
+            dict(self._reassigning),
             self._partition_count,
         )
 
@@ -519,6 +537,7 @@ class ReplicationControlManager:
             self._isr,
             self._leaders,
             self._leaderless,
+            self._reassigning,
             self._partition_count,
         ) = snapshot
 
@@ -532,4 +551,5 @@ class ReplicationControlManager:
             {b: set(tps) for b, tps in self._isr.items()},
             {b: set(tps) for b, tps in self._leaders.items()},
             set(self._leaderless),
+            set(self._reassigning),
         )

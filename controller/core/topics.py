@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Sequence
 
 from controller.core.configuration_control import validate_topic_config
 from controller.core.context import ControllerManagers
@@ -61,6 +62,29 @@ def new_topic_id(m: ControllerManagers) -> Uuid:
             return topic_id
 
 
+def validate_manual_replicas(m: ControllerManagers, replicas: Sequence[int]) -> None:
+    """One partition's replica list given by hand (a manual assignment or a reassignment target):
+    not empty, each broker registered and named once (validateManualPartitionAssignment)."""
+    if not replicas:
+        raise KafkaError(
+            Errors.INVALID_REPLICA_ASSIGNMENT,
+            "The manual partition assignment includes an empty replica list.",
+        )
+    previous: int | None = None
+    for b in sorted(replicas):
+        if m.cluster.registration(b) is None:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes broker {b}, but no such broker is registered.",
+            )
+        if b == previous:
+            raise KafkaError(
+                Errors.INVALID_REPLICA_ASSIGNMENT,
+                f"The manual partition assignment includes the broker {b} more than once.",
+            )
+        previous = b
+
+
 def _manual_assignment(m: ControllerManagers, topic: CreateTopicsRequest.CreatableTopic) -> list[list[int]]:
     if topic.NumPartitions != -1 or topic.ReplicationFactor != -1:
         raise KafkaError(
@@ -81,24 +105,7 @@ def _manual_assignment(m: ControllerManagers, topic: CreateTopicsRequest.Creatab
     assignment = [by_index[i] for i in range(len(by_index))]
     width = len(assignment[0])
     for replicas in assignment:
-        if not replicas:
-            raise KafkaError(
-                Errors.INVALID_REPLICA_ASSIGNMENT,
-                "The manual partition assignment includes an empty replica list.",
-            )
-        seen: set[int] = set()
-        for b in replicas:
-            if b in seen:
-                raise KafkaError(
-                    Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment includes the broker {b} more than once.",
-                )
-            seen.add(b)
-            if m.cluster.registration(b) is None:
-                raise KafkaError(
-                    Errors.INVALID_REPLICA_ASSIGNMENT,
-                    f"The manual partition assignment includes broker {b}, but no such broker is registered.",
-                )
+        validate_manual_replicas(m, replicas)
         if len(replicas) != width:
             raise KafkaError(
                 Errors.INVALID_REPLICA_ASSIGNMENT,

@@ -120,3 +120,25 @@ def test_leader_recovery_state_target() -> None:
     p = part(isr=(2,), leader=2, leader_recovery_state=1)
     r = builder(p).set_target_leader_recovery_state(0).build()
     assert r is not None and r.message == rec(LeaderRecoveryState=0)
+
+
+def test_a_reassignment_completes_once_the_target_isr_holds_every_kept_replica() -> None:
+    D = Uuid.from_longs(500, 4)
+    p = part(replicas=(1, 2, 4, 3), dirs=(A, B, D, C), adding_replicas=(4,), removing_replicas=(3,))
+    assert builder(p).set_target_isr([1, 2, 3]).build() is None, "4 is not in the ISR yet"
+    r = builder(p).set_target_isr([1, 2, 3, 4]).build()
+    assert r is not None and r.message == rec(
+        Isr=[1, 2, 4],
+        Leader=1,
+        Replicas=[1, 2, 4],
+        RemovingReplicas=[],
+        AddingReplicas=[],
+        Directories=[A, B, D],
+    )
+
+
+def test_a_completed_reassignment_below_jbod_carries_no_directories() -> None:
+    p = part(replicas=(1, 2, 3), dirs=(MIGRATING,) * 3, removing_replicas=(3,))
+    r = builder(p, mv=MV_3_4_IV0).set_target_isr([1, 2]).build()
+    assert r is not None and r.version == 0
+    assert r.message == rec(Isr=[1, 2], Leader=1, Replicas=[1, 2], RemovingReplicas=[])

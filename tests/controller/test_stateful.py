@@ -3,6 +3,7 @@ place replicas, lose dirs, go quiet and come back, checking after every step tha
 
 - no partition is led by a fenced, unregistered or shutting-down broker, or from an offline dir;
 - the leader is in the ISR, the ISR is a non-empty subset of the replicas, directories line up;
+- a reassignment under way names only replicas of its partition;
 - the indexes agree with a scan of every partition;
 - replaying every record written so far into an empty controller gives the same state.
 """
@@ -163,6 +164,36 @@ class ControllerMachine(RuleBasedStateMachine):
             new_isr.append(p.leader)
         self.ctx.alter_partition(replication.topics[tid].name, pid, new_isr)
 
+    @rule(data=st.data(), cancel=st.sampled_from([False, False, False, True]))
+    def reassign(self, data: st.DataObject, cancel: bool) -> None:
+        """AlterPartitionReassignments of one partition to brokers drawn from the registered ones,
+        or its cancellation."""
+        from protocol.rpc.alter_partition_reassignments import AlterPartitionReassignmentsRequest as A
+
+        replication = self.ctx.core.m.replication
+        parts = [(t.name, pid) for t in replication.topics.values() for pid in t.partitions]
+        registered = sorted(self.ctx.core.m.cluster.registrations)
+        if not parts or not registered:
+            return
+        name, pid = data.draw(st.sampled_from(parts))
+        target = (
+            None
+            if cancel
+            else data.draw(st.lists(st.sampled_from(registered), min_size=1, max_size=3, unique=True))
+        )
+        req = A(
+            Topics=[
+                A.ReassignableTopic(
+                    Name=name, Partitions=[A.ReassignablePartition(PartitionIndex=pid, Replicas=target)]
+                )
+            ]
+        )
+        result = self.ctx.apply(self.ctx.core.alter_partition_reassignments(req, 0))
+        if replication.reassigning_partition_count():
+            event("a reassignment under way")
+        if result.response.Responses[0].Partitions[0].ErrorCode == 0 and target is not None:
+            event("a reassignment started or completed")
+
     @rule(ms=st.sampled_from([100, 2000, SESSION_TIMEOUT_MS // 2, SESSION_TIMEOUT_MS + 1]))
     def advance_clock(self, ms: int) -> None:
         self.ctx.advance(ms)
@@ -194,6 +225,7 @@ class ControllerMachine(RuleBasedStateMachine):
                 assert len(p.directories) == len(p.replicas), where
                 assert p.isr, where
                 assert set(p.isr) <= set(p.replicas) and len(set(p.isr)) == len(p.isr), where
+                assert set(p.adding_replicas) | set(p.removing_replicas) <= set(p.replicas), where
                 if p.leader == -1:
                     event("a partition without leader")
                     continue
@@ -214,9 +246,12 @@ class ControllerMachine(RuleBasedStateMachine):
         isr: dict[int, set[object]] = {}
         leaders: dict[int, set[object]] = {}
         leaderless = set()
+        reassigning = set()
         for tid, topic in replication.topics.items():
             for pid, p in topic.partitions.items():
                 tp = (tid, pid)
+                if p.adding_replicas or p.removing_replicas:
+                    reassigning.add(tp)
                 for b, d in zip(p.replicas, p.directories, strict=True):
                     replicas.setdefault(b, {}).setdefault(d, set()).add(tp)
                 for b in p.isr:
@@ -226,7 +261,7 @@ class ControllerMachine(RuleBasedStateMachine):
                 else:
                     leaders.setdefault(p.leader, set()).add(tp)
         state = replication.state()
-        assert state[2:] == (replicas, isr, leaders, leaderless)
+        assert state[2:] == (replicas, isr, leaders, leaderless, reassigning)
         cluster = self.ctx.core.m.cluster
         owned = {d: b for b, r in cluster.registrations.items() for d in r.directories}
         assert cluster.directory_to_broker == owned
