@@ -74,6 +74,9 @@ CLIENT_APIS = (
     "OffsetFetch",
     "ListGroups",
     "DescribeGroups",
+    # partition reassignment (KIP-455), forwarded to the controller
+    "AlterPartitionReassignments",
+    "ListPartitionReassignments",
 )
 """What a broker serves to clients on its Kafka-protocol listeners (ApiVersions besides)."""
 
@@ -115,6 +118,8 @@ class DataPlane:
             "CreatePartitions": a.create_partitions,
             "DeleteTopics": a.delete_topics,
             **self.groups.handlers(),
+            "AlterPartitionReassignments": a.alter_partition_reassignments,
+            "ListPartitionReassignments": a.list_partition_reassignments,
         }
 
     def install(self, app: web.Application) -> None:

@@ -17,6 +17,10 @@ from broker.dataplane.metadata_response import metadata_response
 from broker.storage import LogDirOfflineError, PartitionLog
 from kraftpy.image import MetadataImage
 from protocol.errors import Errors, KafkaError
+from protocol.rpc.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.rpc.broker_fetch import EpochEndOffset as FetchEpochEndOffset
 from protocol.rpc.broker_fetch import FetchRequest, FetchResponse, LeaderIdAndEpoch
 from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
@@ -31,6 +35,10 @@ from protocol.rpc.describe_configs import RESOURCE_TOPIC, DescribeConfigsRequest
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.rpc.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.rpc.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.rpc.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
 from protocol.rpc.produce import ProduceRequest, ProduceResponse
@@ -422,6 +430,24 @@ class DataPlaneHandlers:
 
     async def delete_topics(self, req: DeleteTopicsRequest, version: int) -> DeleteTopicsResponse:
         resp: DeleteTopicsResponse = await self.host.controller.call("DeleteTopics", req, version, timeout=30)
+        return resp
+
+    # ---- partition reassignment (KIP-455), forwarded to the controller ---------------------------
+
+    async def alter_partition_reassignments(
+        self, req: AlterPartitionReassignmentsRequest, version: int
+    ) -> AlterPartitionReassignmentsResponse:
+        resp: AlterPartitionReassignmentsResponse = await self.host.controller.call(
+            "AlterPartitionReassignments", req, version, timeout=30
+        )
+        return resp
+
+    async def list_partition_reassignments(
+        self, req: ListPartitionReassignmentsRequest, version: int
+    ) -> ListPartitionReassignmentsResponse:
+        resp: ListPartitionReassignmentsResponse = await self.host.controller.call(
+            "ListPartitionReassignments", req, version, timeout=30
+        )
         return resp
 
 
