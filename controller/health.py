@@ -58,6 +58,7 @@ def controller_stats(
         partitions=replication.partition_count(),
         offline_partitions=core.offline_partition_count(),
         preferred_imbalance=replication.preferred_replica_imbalance_count(),
+        reassigning_partitions=replication.reassigning_partition_count(),
         log_end_offset=raft.log_end_offset,
         high_watermark=raft.high_watermark,
         last_applied_offset=raft.applied_offset - 1,

@@ -35,6 +35,7 @@ class ControllerStats:
     partitions: int = 0
     offline_partitions: int = 0
     preferred_imbalance: int = 0
+    reassigning_partitions: int = 0
     log_end_offset: int = 0
     high_watermark: int = 0
     log_start_offset: int = 0
@@ -73,6 +74,12 @@ _GAUGES: tuple[tuple[str, str, str], ...] = (
         f"{KC}_offlinepartitionscount",
         "OfflinePartitionsCount: partitions without a leader",
         "offline_partitions",
+    ),
+    (
+        f"{PREFIX}_reassigning_partitions",
+        "Partitions with a reassignment under way (AddingReplicas or RemovingReplicas set); Kafka's "
+        "controller has no such gauge",
+        "reassigning_partitions",
     ),
     (
         f"{KC}_metadataerrorcount",
