@@ -146,6 +146,23 @@ def test_python_clients_produce_consume_and_administer(plain_cluster: LocalClust
         "py to have 4 partitions",
         lambda: len(ck_admin.list_topics("py", timeout=10).topics["py"].partitions) == 4,
     )
+    from kafka import TopicPartition
+
+    # KIP-455 through kafka-python: a partition moved from broker 1 to broker 2.
+    mover = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
+    mover.create_topics([NewTopic("moved", replica_assignments={0: [1]})])
+    _until("moved to have a leader", lambda: mover.describe_topics(["moved"])[0]["partitions"])
+    tp = TopicPartition("moved", 0)
+    assert mover.alter_partition_reassignments({tp: [2]}) == {tp: None}
+    _until(
+        "moved to be on broker 2 only",
+        lambda: (
+            not mover.list_partition_reassignments()
+            and mover.describe_topics(["moved"])[0]["partitions"][0]["replica_nodes"] == [2]
+        ),
+    )
+    assert mover.alter_partition_reassignments({tp: None})[tp] is kafka.errors.NoReassignmentInProgressError
+    mover.close()
 
     producer = KafkaProducer(bootstrap_servers=bootstrap.split(","), acks="all")
     for i in range(500):
