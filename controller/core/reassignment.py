@@ -33,6 +33,7 @@ from protocol.rpc.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from protocol.uuid import Uuid
 
 Alter = AlterPartitionReassignmentsResponse
 Listed = ListPartitionReassignmentsResponse
@@ -162,24 +163,22 @@ def list_partition_reassignments(
     """The reassignments under way: all of them (Topics null), or those among the partitions named;
     unknown topics and partitions, and those not being reassigned, are left out."""
     replication = m.replication
-    wanted: list[tuple[TopicIdPartition, ...]] = []
+    wanted: dict[Uuid, list[int]] = {}
     if req.Topics is None:
-        by_topic: dict[object, list[TopicIdPartition]] = {}
-        for tp in replication.reassigning_partitions():
-            by_topic.setdefault(tp[0], []).append(tp)
-        wanted = [tuple(tps) for tps in by_topic.values()]
+        for topic_id, pid in replication.reassigning_partitions():
+            wanted.setdefault(topic_id, []).append(pid)
+        asked = list(wanted.items())
     else:
-        for t in req.Topics:
-            topic_id = replication.topics_by_name.get(t.Name)
-            if topic_id is not None:
-                wanted.append(tuple((topic_id, p) for p in t.PartitionIndexes))
+        asked = [
+            (topic_id, list(t.PartitionIndexes))
+            for t in req.Topics
+            if (topic_id := replication.topics_by_name.get(t.Name)) is not None
+        ]
     out = Listed()
-    for tps in wanted:
-        topic = replication.topics.get(tps[0][0]) if tps else None
-        if topic is None:
-            continue
+    for topic_id, pids in asked:
+        topic = replication.topics[topic_id]
         ongoing = []
-        for _, pid in tps:
+        for pid in pids:
             p = topic.partitions.get(pid)
             if p is None or not (p.adding_replicas or p.removing_replicas):
                 continue
