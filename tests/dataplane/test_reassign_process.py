@@ -117,6 +117,22 @@ def test_a_partition_moves_to_other_brokers_under_acks_all_load(cluster: DataClu
     code, out, _ = reassign(c, "--list")
     assert (code, out.strip()) == (0, "No partition reassignments found.")
 
+    # --generate proposes from the current assignment and changes nothing.
+    topics = tmp_path / "topics.json"
+    topics.write_text(json.dumps({"version": 1, "topics": [{"topic": TOPIC}]}))
+    code, out, err = reassign(
+        c, "--generate", "--topics-to-move-json-file", str(topics), "--broker-list", "1,3"
+    )
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert (
+        lines[0] == "Current partition replica assignment"
+        and lines[3] == "Proposed partition reassignment configuration"
+    )
+    proposed = json.loads(lines[4])["partitions"]
+    assert [(p["partition"], sorted(p["replicas"])) for p in proposed] == [(0, [1, 3]), (1, [1, 3])]
+    assert sorted(describe(c)[0]["replicas"]) == [2, 3]
+
 
 def test_a_reassignment_stuck_on_a_paused_broker_is_cancelled(cluster: DataCluster, tmp_path: Path) -> None:
     c = cluster
