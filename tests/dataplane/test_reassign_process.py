@@ -1,7 +1,8 @@
 """`kraftpy reassign` against a real cluster (a controller and three brokers as processes): a
 partition moved to other brokers while an acks=all producer writes to it loses nothing; the
-controller writes the start and completion records Kafka's does; and a reassignment stuck on a
-paused broker is cancelled back to its replicas.
+controller writes the start and completion records Kafka's does; a reassignment stuck on a paused
+broker is cancelled back to its replicas; and a replica moved to another broker can be put in a
+chosen log dir there.
 """
 
 from __future__ import annotations
@@ -172,4 +173,38 @@ def test_a_reassignment_stuck_on_a_paused_broker_is_cancelled(cluster: DataClust
         (r.Replicas, r.AddingReplicas, r.RemovingReplicas) == ([1, 2], [], [])
         for r in partition_changes(c, 1)
     ), "the cancel's record"
+    verify(outcome, asyncio.run(read_back(c.bootstrap, TOPIC)))
+
+
+def test_a_replica_moved_to_another_broker_lands_in_the_log_dir_asked_for(
+    cluster: DataCluster, tmp_path: Path
+) -> None:
+    from broker.dataplane import CLIENT_APIS
+
+    if "AlterReplicaLogDirs" not in CLIENT_APIS:
+        pytest.skip("brokers do not serve AlterReplicaLogDirs yet (the broker side of KIP-113)")
+    c = cluster
+    create_topic(c)
+    outcome = asyncio.run(produce_with_fault(c.bootstrap, TOPIC, 2_000))
+    target_dir = c.brokers[3].log_dirs[1]
+    plan = plan_file(
+        tmp_path,
+        "plan.json",
+        [{"topic": TOPIC, "partition": 0, "replicas": [2, 3], "log_dirs": ["any", str(target_dir)]}],
+    )
+    code, out, err = reassign(c, "--execute", "--reassignment-json-file", plan)
+    assert code == 0, out + err
+    assert (
+        f"Successfully started moving log directory to {target_dir} for replica {TOPIC}-0 with broker 3"
+        in out
+    )
+
+    def verified() -> str | None:
+        code, out, _ = reassign(c, "--verify", "--reassignment-json-file", plan)
+        return out if code == 0 else None
+
+    out = wait_until("the reassignment and the dir move to complete", verified, timeout=120)
+    assert f"Reassignment of replica {TOPIC}-0-3 completed successfully." in out
+    p0 = describe(c)[0]
+    assert p0["directories"]["3"] == str(c.brokers[3].dir_id(1))
     verify(outcome, asyncio.run(read_back(c.bootstrap, TOPIC)))
