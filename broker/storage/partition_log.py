@@ -610,6 +610,18 @@ class PartitionLog:
         self._closed = True
         self._segments.close()
 
+    def rename_dir(self, new_dir: Path) -> None:
+        """Rename the partition dir (a future log promoted, a swapped-out log retired), keeping the
+        log open: every path the log and its segments hold moves with it (Kafka's renameDir)."""
+        self._check_open()
+        os.rename(self.dir, new_dir)
+        fsync_dir(new_dir.parent)
+        self.dir = new_dir
+        self._segments.dir = new_dir
+        self.epoch_cache.path = new_dir / self.epoch_cache.path.name
+        for seg in self._segments:
+            seg.relocate(new_dir)
+
     def delete(self) -> None:
         """Close and remove the partition dir. It is first renamed to `<topic>-<p>.<uid>-delete`, so a
         crash part-way leaves a dir the log dir knows to finish deleting."""

@@ -115,6 +115,12 @@ class LogSegment:
         self.dirty = False
         self._reset_stats()
 
+    def relocate(self, partition_dir: Path) -> None:
+        """The partition dir was renamed: the open descriptors stay valid, the paths move."""
+        self.path = partition_dir / self.path.name
+        self.offset_index.path = partition_dir / self.offset_index.path.name
+        self.time_index.path = partition_dir / self.time_index.path.name
+
     def _reset_stats(self) -> None:
         self.next_offset = self.base_offset
         self.max_timestamp = -1
