@@ -66,6 +66,15 @@ class HostedLog:
                     raise self.offline_error() from None
         return self._log
 
+    def replace_log(self, log: PartitionLog, log_dir: LogDir) -> PartitionLog | None:
+        """Serve `log` in `log_dir` from now on (a future log swapped in); returns the one it replaces."""
+        old, self._log = self._log, log
+        self.log_dir = log_dir
+        self.online = True
+        self.offline_reason = ""
+        self.created.set()
+        return old
+
     def take_log(self) -> PartitionLog | None:
         opened, self._log = self._log, None
         return opened

@@ -25,8 +25,10 @@ one the metadata places elsewhere, UNKNOWN_TOPIC_OR_PARTITION otherwise.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -44,6 +46,9 @@ from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid, describe_directory
+
+if TYPE_CHECKING:
+    from broker.replica_mover import ReplicaMover
 
 log = structlog.get_logger("broker.log_manager")
 
@@ -81,6 +86,11 @@ class LogManager:
         self._settled = asyncio.Event()
         self._settled.set()
         self._worker: asyncio.Task[None] | None = None
+        self.configured_paths: set[str] = {str(ld.path) for ld in log_dirs.values()}
+        """Every entry of log.dirs, including those unusable at startup (AlterReplicaLogDirs tells
+        LOG_DIR_NOT_FOUND from KAFKA_STORAGE_ERROR by it)."""
+        self.mover: ReplicaMover | None = None
+        """Intra-broker moves (set by the broker once built: it needs this manager)."""
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -91,6 +101,8 @@ class LogManager:
         if self._worker is not None:
             self._worker.cancel()
             await asyncio.gather(self._worker, return_exceptions=True)
+        if self.mover is not None:
+            await self.mover.stop()
         await self.close_logs()
 
     @property
@@ -120,6 +132,39 @@ class LogManager:
         if not hp.online:
             raise hp.offline_error()
         return hp
+
+    def dir_by_path(self, path: str) -> LogDir | None:
+        """The log dir configured at `path` (as written in log.dirs, or the same path normalized)."""
+        want = os.path.normpath(path) if path else path
+        for ld in self.log_dirs.values():
+            if os.path.normpath(str(ld.path)) == want:
+                return ld
+        return None
+
+    def is_configured(self, path: str) -> bool:
+        want = os.path.normpath(path) if path else path
+        return any(os.path.normpath(p) == want for p in self.configured_paths)
+
+    # ---- intra-broker moves (the ReplicaMover reports here) ------------------------------------
+
+    def prefer(self, topic: str, partition: int, dir_id: Uuid) -> None:
+        """Create this replica in `dir_id` when it comes (AlterReplicaLogDirs before the replica exists)."""
+        self.placement.preferred[(topic, partition)] = dir_id
+
+    def future_started(self, tp: TopicIdPartition, dir_id: Uuid) -> None:
+        self.placement.on_future(tp.topic_id, tp.partition, dir_id)
+
+    def future_dropped(self, tp: TopicIdPartition) -> None:
+        self.placement.on_future(tp.topic_id, tp.partition, None)
+        self.on_change()
+
+    def swap_in(self, tp: TopicIdPartition, log: PartitionLog, log_dir: LogDir) -> None:
+        """The future log `log` in `log_dir` is the partition's log from now on."""
+        hp = self.partitions.get((tp.topic_id, tp.partition))
+        if hp is not None:
+            hp.replace_log(log, log_dir)
+        self.placement.on_promoted(tp.topic_id, tp.partition, log_dir.dir_id)
+        self.on_change()
 
     # ---- metadata ------------------------------------------------------------------------------
 
@@ -151,6 +196,10 @@ class LogManager:
         )
         not_ready = {(t.topic_id, t.partition) for t, _ in plan.creates}
         not_ready |= {(t.topic_id, t.partition) for t, _, _ in plan.promote_futures}
+        if self.mover is not None and self.mover.moves:
+            gone = {(t.topic_id, t.partition) for t, _ in plan.deletes}
+            gone |= {k for k in self.mover.moves if k not in self.placement.replicas}
+            self.mover.on_removed(gone)
         for tp, _dir in plan.deletes:
             hp = self.partitions.pop((tp.topic_id, tp.partition), None)
             if hp is not None:
@@ -229,12 +278,12 @@ class LogManager:
         for tp, future, current in plan.promote_futures:
             await self._promote(tp, future, current)
         for tp, current, future in plan.resume_futures:
-            log.warning(
-                "a future log is waiting for its copy to resume; intra-broker moves are not run by this broker",
-                partition=str(tp),
-                current=str(current.dir_id),
-                future=str(future.dir_id),
-            )
+            if self.mover is not None:
+                self.mover.resume(tp, current.dir_id, future.dir_id, future.name)
+            else:
+                log.warning(
+                    "a future log waits for its copy to resume", partition=str(tp), future=future.name
+                )
         report_after_create = {(t.topic_id, t.partition) for t, _ in plan.creates}
         for tp, dir_id in plan.reports:
             if (tp.topic_id, tp.partition) not in report_after_create:
@@ -279,11 +328,16 @@ class LogManager:
             await self._on_dir(dir_id, partition_dirs.delete_partition_dir, ld.path, name)
 
     async def _promote(self, tp: TopicIdPartition, future: FoundLog, current: FoundLog | None) -> None:
-        if current is not None:
-            await self._delete(current.dir_id, current.name)
         ld = self.log_dirs.get(future.dir_id)
         if ld is None:
             return
+        source = self.log_dirs.get(current.dir_id) if current is not None else None
+        if current is not None and source is not None and self.mover is not None:
+            # The metadata names the future's dir, but appends may have reached the current log
+            # after the controller accepted the move: copy them before the current log goes.
+            await self.mover.catch_up_offline(tp, source, current.name, ld, future.name)
+        if current is not None:
+            await self._delete(current.dir_id, current.name)
         done = await self._on_dir(
             future.dir_id, partition_dirs.promote_future, ld.path, future.name, tp.topic_name, tp.partition
         )
@@ -317,6 +371,8 @@ class LogManager:
         )
         n = self.fail_dir(failure.dir_id)
         log.warning("replicas taken offline", path=failure.path, replicas=n)
+        if self.mover is not None:
+            self.mover.on_dir_failure(failure.dir_id)
 
     def fail_dir(self, dir_id: Uuid) -> int:
         """Take the dir's partitions offline and close their files; returns how many went offline."""

@@ -41,13 +41,14 @@ from broker.metadata_publisher import BrokerMetadataPublisher
 from broker.metrics import BrokerMetrics
 from broker.process_state import BrokerProcess
 from broker.readiness import BrokerReadiness
+from broker.replica_mover import ReplicaMover
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
 from kraftpy.config import SECURITY_PROTOCOLS, KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
-from protocol.transport import REGISTRY, create_app, start_server
+from protocol.transport import REGISTRY, add_handler, create_app, start_server
 from protocol.transport.kafka_server import KafkaListener
 from protocol.uuid import Uuid
 
@@ -160,6 +161,16 @@ class BrokerServer(BrokerProcess):
             on_change=self._placement_changed,
             on_logs_changed=self._logs_changed,
         )
+        self.log_manager.configured_paths = set(cfg.log_dir_list)
+        self.log_manager.mover = ReplicaMover(
+            self.log_manager,
+            self.assignments,
+            LogConfig.from_kafka_config(cfg),
+            now_ms=self.now_ms,
+            bytes_per_second=cfg.replica_alter_log_dirs_io_max_bytes_per_second,
+            round_bytes=cfg.replica_fetch_max_bytes,
+            on_change=self._placement_changed,
+        )
         self.lifecycle = BrokerLifecycle(
             registration_info(cfg, dirs.cluster_id, self.incarnation_id),
             sorted(online),
@@ -219,6 +230,8 @@ class BrokerServer(BrokerProcess):
         self.metrics = BrokerMetrics(self.app[REGISTRY], self.readiness.stats)
         if self.dataplane is not None:
             self.dataplane.install(self.app)
+            self.log_manager.mover.pause_writes = self.dataplane.replicas.paused
+        add_handler(self.app, "AlterReplicaLogDirs", self.log_manager.mover.alter_replica_log_dirs)
         self._subscribe_to_dir_failures()
 
         self.loader.start_from(delta)

@@ -204,6 +204,10 @@ class KafkaConfig(BaseModel):
     num_replica_alter_log_dirs_threads: Int | None = Field(
         None, alias="num.replica.alter.log.dirs.threads", ge=1
     )
+    # Intra-broker moves (AlterReplicaLogDirs): the copy's rate; Long.MAX_VALUE is unthrottled.
+    replica_alter_log_dirs_io_max_bytes_per_second: Long = Field(
+        9223372036854775807, alias="replica.alter.log.dirs.io.max.bytes.per.second", ge=1
+    )
 
     # -- broker lifecycle
     broker_heartbeat_interval_ms: Int = Field(2000, alias="broker.heartbeat.interval.ms")

@@ -111,6 +111,9 @@ class LogPlacement:
         self.published = False
         self._counts: Counter[Uuid] = Counter()
         self._dir_view: DirView | None = None
+        self.preferred: dict[tuple[str, int], Uuid] = {}
+        """Kafka's preferredLogDirs: AlterReplicaLogDirs named a dir for a replica not hosted yet;
+        a new replica this broker places itself goes there."""
 
     # ---- views ---------------------------------------------------------------------------------
 
@@ -282,7 +285,9 @@ class LogPlacement:
             files = self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles()
         location = d.location
         if location == PICK:
-            location = choose_dir(self.counts_by_dir(), self.paths)
+            preferred = self.preferred.pop((tp.topic_name, tp.partition), None)
+            online = preferred is not None and preferred in self.online_dirs
+            location = preferred if online else choose_dir(self.counts_by_dir(), self.paths)
         report = location if d.report == PICK else d.report
         if location is None:
             if r.location is None and not r.offline_reason:
@@ -381,6 +386,12 @@ class LogPlacement:
                     topic_id,
                 )
             )
+
+    def on_future(self, topic_id: Uuid, partition: int, dir_id: Uuid | None) -> None:
+        """A move into `dir_id` started (None: it ended without a swap)."""
+        r = self.replicas.get((topic_id, partition))
+        if r is not None:
+            r.future = dir_id if dir_id is None or dir_id in self.online_dirs else None
 
     def on_promoted(self, topic_id: Uuid, partition: int, dir_id: Uuid) -> None:
         r = self.replicas.get((topic_id, partition))

@@ -63,6 +63,7 @@ CLIENT_APIS = (
     "CreatePartitions",
     "DeleteTopics",
     "DescribeLogDirs",
+    "AlterReplicaLogDirs",
     "DescribeCluster",
     "DescribeConfigs",
     "FindCoordinator",

@@ -219,7 +219,7 @@ class ReplicaFetcher:
         )
 
     async def _on_dir(self, fs: FetchState, fn: Callable[..., T], *args: object) -> T:
-        local = fs.hp.local
+        local = await fs.hp.usable()
         if local is None:
             raise LogDirOfflineError(str(fs.hp.tp), "the partition is offline")
         return await self.manager.on_local_dir(fs.hp, fn, local.log, *args)

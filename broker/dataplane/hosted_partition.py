@@ -6,6 +6,7 @@ into the followers' logs; kept apart so that neither imports the other.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 
@@ -29,6 +30,15 @@ class HostedPartition:
     local: LocalLog | None = None
     applied: PartitionState | None = None
     """The state last applied (as the metadata had it while the log was being created, if it was)."""
+    paused: asyncio.Event | None = None
+    """Set while the broker swaps this replica's log for another (an intra-broker move): appends,
+    reads and follower writes wait for it, then find the new log in `local`."""
+
+    async def usable(self) -> LocalLog | None:
+        """The local log once no swap is under way."""
+        while self.paused is not None:
+            await self.paused.wait()
+        return self.local
 
     @property
     def key(self) -> PartitionKey:

@@ -11,7 +11,8 @@ until the metadata moves it; its parked produces are answered the same way at on
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -279,6 +280,32 @@ class ReplicaManager:
         self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
         self.fetch_waiters.notify(hp.key)
 
+    @contextlib.asynccontextmanager
+    async def paused(self, tp: TopicIdPartition) -> AsyncIterator[None]:
+        """Appends, reads and follower writes of `tp` wait while the body runs (the broker swaps
+        the replica's log); afterwards they go to the log the broker serves then.
+
+        Whatever was already sent to the log's dir thread runs before the body's own work there:
+        the thread takes its jobs in order.
+        """
+        hp = self.partitions.get((tp.topic_id, tp.partition))
+        if hp is None or hp.paused is not None:
+            yield
+            return
+        gate = hp.paused = asyncio.Event()
+        try:
+            yield
+        finally:
+            hp.paused = None
+            if hp.local is not None:
+                try:
+                    local = await self.host.local_log(hp.tp)
+                except KafkaError:
+                    local = None
+                if local is not None:
+                    hp.local = local
+            gate.set()
+
     def on_dir_failure(self, failure: LogDirFailure) -> None:
         """A log dir went offline (the LogDirFailureChannel): its partitions answer
         KAFKA_STORAGE_ERROR from now on and their parked produces are answered so at once."""
@@ -388,7 +415,7 @@ class ReplicaManager:
             if not hp.state.is_leader:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"not the leader of {hp.tp}")
             hp.state.check_leader_epoch(current_leader_epoch)
-            local = hp.local
+            local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
             end = await local.log_dir.run(_end_offset_for_epoch, local.log, leader_epoch)
@@ -430,7 +457,7 @@ class ReplicaManager:
         min_isr = self.min_isr(hp)
         try:
             hp.state.check_produce(acks, min_isr)
-            local = hp.local
+            local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
             epoch = hp.state.leader_epoch
@@ -481,7 +508,7 @@ class ReplicaManager:
         try:
             state.check_leader()
             state.check_leader_epoch(current_leader_epoch)
-            local = hp.local
+            local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
             follower = replica_id >= 0
@@ -549,7 +576,7 @@ class ReplicaManager:
         try:
             state.check_leader()
             state.check_leader_epoch(current_leader_epoch)
-            local = hp.local
+            local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
             if timestamp == -2:
