@@ -58,6 +58,11 @@ class BrokerDataPlaneHost:
         log = await hp.log()
         return LocalLog(log, hp.log_dir)
 
+    def future_replicas(self, dir_id: Uuid) -> list[tuple[TopicIdPartition, int, int]]:
+        """Future logs being built in `dir_id` by intra-broker moves: (partition, bytes, offset lag)."""
+        mover = self._log_manager.mover
+        return mover.future_replicas(dir_id) if mover is not None else []
+
     def configured_log_dirs(self) -> list[ConfiguredLogDir]:
         by_id = self._log_dirs
         out = [ConfiguredLogDir(path, d, by_id.get(d)) for path, d in self._dirs.log_dirs.items()]

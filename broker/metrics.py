@@ -10,6 +10,10 @@ the Prometheus JMX exporter's common Kafka rules give Kafka's MBeans (docs/metri
 - `kafka_server_replicafetchermanager_failedpartitionscount{clientId="Replica"}` – ReplicaFetcherManager
   FailedPartitionsCount: here, followed partitions whose fetched data fails its checks (retried with
   backoff; /healthz names them and why);
+- `kafka_server_replicaalterlogdirsmanager_maxlag{clientId="ReplicaAlterLogDirs"}` and
+  `..._failedpartitionscount` – ReplicaAlterLogDirsManager MaxLag (offsets the furthest-behind
+  future log trails its current one) and FailedPartitionsCount (moves that failed on an error other
+  than a dir failure);
 - `kafka_server_kafkaserver_brokerstate` – KafkaServer BrokerState;
 - kraftpy's own: dirs failed since start (a counter), fencing, metadata offset, hosted replicas,
   AssignReplicasToDirs requests sent.
@@ -50,6 +54,9 @@ class BrokerStats:
     assignments_sent: int = 0
     dirs: tuple[DirStat, ...] = field(default_factory=tuple)
     failed_partitions: int = 0
+    move_max_lag: int = 0
+    move_failed_partitions: int = 0
+    moves_in_progress: int = 0
 
 
 class _Collector(Collector):
@@ -79,6 +86,11 @@ class _Collector(Collector):
             (f"{PREFIX}_metadata_offset", "Offset of the newest metadata record applied", s.metadata_offset),
             (f"{PREFIX}_hosted_replicas", "Replicas the metadata places on this broker", s.replicas),
             (
+                f"{PREFIX}_replica_moves_in_progress",
+                "Intra-broker replica moves under way",
+                s.moves_in_progress,
+            ),
+            (
                 f"{PREFIX}_assign_replicas_to_dirs_requests",
                 "AssignReplicasToDirs requests sent since start",
                 s.assignment_requests,
@@ -100,6 +112,21 @@ class _Collector(Collector):
         )
         failed.add_metric(["Replica"], s.failed_partitions)
         yield failed
+        for name, doc, value in (
+            (
+                "maxlag",
+                "MaxLag: offsets the furthest-behind future log trails its current log",
+                s.move_max_lag,
+            ),
+            (
+                "failedpartitionscount",
+                "FailedPartitionsCount: intra-broker moves that failed on an error other than a dir failure",
+                s.move_failed_partitions,
+            ),
+        ):
+            g = GaugeMetricFamily(f"kafka_server_replicaalterlogdirsmanager_{name}", doc, labels=["clientId"])
+            g.add_metric(["ReplicaAlterLogDirs"], value)
+            yield g
         per_dir = GaugeMetricFamily(
             "kafka_log_logmanager_logdirectoryoffline",
             "LogDirectoryOffline: 1 if the log dir is offline, else 0",

@@ -96,6 +96,7 @@ class BrokerReadiness:
             assignments_sent=self.assignments.assignments_sent,
             dirs=tuple(sorted(dirs, key=lambda d: d.path)),
             failed_partitions=len(self.failed_partitions()),
+            **_move_stats(getattr(self.log_manager, "mover", None)),
         )
 
     def health(self) -> dict[str, Any]:
@@ -128,3 +129,14 @@ class BrokerReadiness:
             if unfenced_at is None
             else round(unfenced_at - self.server_started_at, 3),
         }
+
+
+def _move_stats(mover: object) -> dict[str, int]:
+    """ReplicaAlterLogDirsManager's figures (none while intra-broker moves are not wired)."""
+    if mover is None:
+        return {}
+    return {
+        "move_max_lag": mover.max_lag(),  # type: ignore[attr-defined]
+        "move_failed_partitions": len(mover.failed),  # type: ignore[attr-defined]
+        "moves_in_progress": len(mover.moves),  # type: ignore[attr-defined]
+    }

@@ -393,11 +393,22 @@ class DataPlaneHandlers:
                     IsFutureKey=False,
                 )
             )
+        futures = getattr(self.host, "future_replicas", None)
+        for tp, size, lag in futures(d.dir_id) if futures is not None and d.dir_id is not None else ():
+            if wanted is not None and tp.partition not in wanted.get(tp.topic_name, set()):
+                continue
+            topics.setdefault(tp.topic_name, []).append(
+                D.DescribeLogDirsPartition(
+                    PartitionIndex=tp.partition, PartitionSize=size, OffsetLag=lag, IsFutureKey=True
+                )
+            )
         return D.DescribeLogDirsResult(
             ErrorCode=0,
             LogDir=d.path,
             Topics=[
-                D.DescribeLogDirsTopic(Name=name, Partitions=sorted(ps, key=lambda p: p.PartitionIndex))
+                D.DescribeLogDirsTopic(
+                    Name=name, Partitions=sorted(ps, key=lambda p: (p.PartitionIndex, p.IsFutureKey))
+                )
                 for name, ps in sorted(topics.items())
             ],
             TotalBytes=usage.total_bytes,
