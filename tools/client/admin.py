@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from protocol.errors import Errors, KafkaError
+from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
@@ -175,3 +176,33 @@ class Admin:
             return BrokerLogDirs(b, None, r)
 
         return list(await asyncio.gather(*(one(b) for b in wanted)))
+
+    async def alter_replica_log_dirs(
+        self, broker_id: int, moves: Mapping[tuple[str, int], str]
+    ) -> dict[tuple[str, int], Errors]:
+        """AlterReplicaLogDirs to one broker: move each (topic, partition) replica there into the log
+        dir at the given path. Returns each partition's error (NONE: the move is under way or done)."""
+        resp = await self.describe([])
+        b = next((x for x in resp.Brokers if x.NodeId == broker_id), None)
+        if b is None:
+            raise ClientError(Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not alive in the metadata")
+        info = BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, self.metadata.scheme)
+        by_path: dict[str, dict[str, list[int]]] = {}
+        for (topic, partition), path in moves.items():
+            by_path.setdefault(path, {}).setdefault(topic, []).append(partition)
+        req = AlterReplicaLogDirsRequest(
+            Dirs=[
+                AlterReplicaLogDirsRequest.AlterReplicaLogDir(
+                    Path=path,
+                    Topics=[
+                        AlterReplicaLogDirsRequest.AlterReplicaLogDirTopic(Name=t, Partitions=ps)
+                        for t, ps in topics.items()
+                    ],
+                )
+                for path, topics in by_path.items()
+            ]
+        )
+        r: AlterReplicaLogDirsResponse = await self.pool.get(info.url).call(
+            "AlterReplicaLogDirs", req, timeout=self.timeout_ms / 1000
+        )
+        return {(t.TopicName, p.PartitionIndex): Errors(p.ErrorCode) for t in r.Results for p in t.Partitions}
