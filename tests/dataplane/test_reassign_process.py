@@ -179,10 +179,7 @@ def test_a_reassignment_stuck_on_a_paused_broker_is_cancelled(cluster: DataClust
 def test_a_replica_moved_to_another_broker_lands_in_the_log_dir_asked_for(
     cluster: DataCluster, tmp_path: Path
 ) -> None:
-    from broker.dataplane import CLIENT_APIS
 
-    if "AlterReplicaLogDirs" not in CLIENT_APIS:
-        pytest.skip("brokers do not serve AlterReplicaLogDirs yet (the broker side of KIP-113)")
     c = cluster
     create_topic(c)
     outcome = asyncio.run(produce_with_fault(c.bootstrap, TOPIC, 2_000))

@@ -201,7 +201,7 @@ async def _move_to_dirs(admin: ReassignAdmin, wanted: dict[Replica, str], timeou
         for (topic, partition, broker), path in pending.items():
             by_broker.setdefault(broker, {})[(topic, partition)] = path
         for broker, moves in sorted(by_broker.items()):
-            results = await admin.move_replicas_to_dirs(broker, moves)
+            results = await admin.alter_replica_log_dirs(broker, moves)
             for (topic, partition), path in sorted(moves.items()):
                 replica = (topic, partition, broker)
                 code = results.get((topic, partition), Errors.UNKNOWN_SERVER_ERROR)

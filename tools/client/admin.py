@@ -205,4 +205,6 @@ class Admin:
         r: AlterReplicaLogDirsResponse = await self.pool.get(info.url).call(
             "AlterReplicaLogDirs", req, timeout=self.timeout_ms / 1000
         )
-        return {(t.TopicName, p.PartitionIndex): Errors(p.ErrorCode) for t in r.Results for p in t.Partitions}
+        return {
+            (t.TopicName, p.PartitionIndex): as_error(p.ErrorCode) for t in r.Results for p in t.Partitions
+        }

@@ -15,7 +15,6 @@ from protocol.rpc.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
-from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.rpc.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
@@ -97,32 +96,6 @@ class ReassignAdmin(Admin):
             )
             for t in resp.Topics
             for p in t.Partitions
-        }
-
-    async def move_replicas_to_dirs(
-        self, broker_id: int, moves: Mapping[TopicPartition, str]
-    ) -> dict[TopicPartition, Errors]:
-        """AlterReplicaLogDirs to `broker_id`: each replica into the log dir at the given path."""
-        broker = await self._broker(broker_id)
-        R = AlterReplicaLogDirsRequest
-        by_path: dict[str, dict[str, list[int]]] = {}
-        for (topic, partition), path in moves.items():
-            by_path.setdefault(path, {}).setdefault(topic, []).append(partition)
-        req = R(
-            Dirs=[
-                R.AlterReplicaLogDir(
-                    Path=path,
-                    Topics=[R.AlterReplicaLogDirTopic(Name=t, Partitions=ps) for t, ps in topics.items()],
-                )
-                for path, topics in by_path.items()
-            ]
-        )
-        resp = await self.pool.get(broker.url).call(
-            "AlterReplicaLogDirs", req, timeout=self.timeout_ms / 1000
-        )
-        assert isinstance(resp, AlterReplicaLogDirsResponse)
-        return {
-            (t.TopicName, p.PartitionIndex): as_error(p.ErrorCode) for t in resp.Results for p in t.Partitions
         }
 
     async def replica_log_dirs(
