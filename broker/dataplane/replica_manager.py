@@ -198,6 +198,8 @@ class ReplicaManager:
             self._go_offline(hp, str(e))
 
     async def _apply(self, hp: HostedPartition, reg: PartitionState) -> None:
+        # A leader or follower transition writes to the log (its epoch): not into one being swapped out.
+        await hp.usable()
         state = hp.state
         if hp.local is None or not hp.local.log_dir.online:
             try:

@@ -189,3 +189,31 @@ async def test_a_future_log_behind_its_current_one_is_caught_up_before_it_is_pro
     finally:
         await rig.log_manager.stop()
         rig.close()
+
+
+def _prepare_swapped_but_not_retired(paths: list[Path]) -> None:
+    """A broker killed inside the swap: the future log already renamed `a-0` in d1, the source `a-0`
+    in d0 not yet renamed `-delete`."""
+    for p in paths[:2]:
+        log = PartitionLog.open(p / "a-0", topic_id=TOPIC_A)
+        for i in range(3):
+            log.append_as_leader(value_batch(2, tag=i), 4)
+        log.close()
+
+
+async def test_a_broker_killed_inside_the_swap_serves_the_copy_the_metadata_names(tmp_path: Path) -> None:
+    rig = Rig(tmp_path, prepare=_prepare_swapped_but_not_retired)
+    _mover(rig)
+    rig.log_manager.start()
+    try:
+        rig.publish(_image([IDS[1]]))
+        await rig.log_manager.wait_settled()
+        hl = rig.log_manager.get_partition(TOPIC_A, 0)
+        assert hl.log_dir.dir_id == IDS[1]
+        assert (await hl.log()).log_end_offset == 6
+        # The other copy is moved aside (kept for the operator), never served and never deleted unseen.
+        assert not (rig.paths[0] / "a-0").exists()
+        assert [p.name.endswith("-stray") for p in rig.paths[0].iterdir()] == [True]
+    finally:
+        await rig.log_manager.stop()
+        rig.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from protocol.errors import Errors
+from tests.support.processes import run_kraftpy
 from tests.system.helpers import (
     broker_log,
     describe,
@@ -228,3 +229,36 @@ def test_broker_killed_during_a_move_loses_nothing(make_cluster, tmp_path: Path,
     more_acks(producer, 100)
     validate_clients(cluster, TOPIC, producer)
     print(json.dumps({"events": [line.get("event") for line in log_lines(cluster, leader, "replica move")]}))
+
+
+def test_log_dirs_balance_evens_out_a_brokers_disks(make_cluster, tmp_path: Path) -> None:
+    """`kraftpy log-dirs balance`: every replica of a broker crowded into one disk, then spread again."""
+    cluster = make_cluster(brokers=3, dirs=2)
+    cluster.create_topic(TOPIC, 4, 3, configs={"min.insync.replicas": "2"})
+    producer = start_traffic(cluster, TOPIC, tmp_path / "acks.txt", min_acks=800)
+    broker = 2
+    crowded = cluster.dir_plan(broker, 0).path
+    for partition in range(4):
+        assert _alter(cluster, broker, partition, crowded) is Errors.NONE
+    cluster.wait_until(
+        lambda v: all(dir_index_of(v, TOPIC, p, broker) == 0 for p in range(4)),
+        WAIT_S,
+        f"every replica of broker {broker} in its first dir",
+    )
+    plan = run_kraftpy(
+        "log-dirs", "balance", "--broker", str(broker), "--dry-run", "--min-move-mb", "0",
+        "--bootstrap-server", cluster.bootstrap_servers(),
+    ).stdout  # fmt: skip
+    assert "Dry run:" in plan and f"from {crowded} to" in plan, plan
+    assert all(dir_index_of(cluster.view(probe=False), TOPIC, p, broker) == 0 for p in range(4))
+    done = run_kraftpy(
+        "log-dirs", "balance", "--broker", str(broker), "--wait", "--min-move-mb", "0",
+        "--bootstrap-server", cluster.bootstrap_servers(),
+    ).stdout  # fmt: skip
+    assert "completed" in done, done
+    view = cluster.wait_until(_all_in_sync, WAIT_S, "every replica in sync after the balance")
+    assert {dir_index_of(view, TOPIC, p, broker) for p in range(4)} == {0, 1}
+    sizes = {d: sum(p["size"] for p in ps if not p["future"]) for d, ps in _log_dirs(cluster, broker).items()}
+    assert min(sizes.values()) > 0, sizes
+    more_acks(producer, 100)
+    validate_clients(cluster, TOPIC, producer)
