@@ -262,3 +262,59 @@ def test_log_dirs_balance_evens_out_a_brokers_disks(make_cluster, tmp_path: Path
     assert min(sizes.values()) > 0, sizes
     more_acks(producer, 100)
     validate_clients(cluster, TOPIC, producer)
+
+
+def test_kraftpy_reassign_moves_a_replica_between_disks_with_a_log_dirs_file(
+    make_cluster, tmp_path: Path
+) -> None:
+    """kafka-reassign-partitions.sh's JSON with `log_dirs`: the same replicas, one of them into its
+    broker's other disk; --verify reports it complete; the controller's record names the new dir."""
+    cluster = make_cluster(brokers=3, dirs=2)
+    cluster.create_topic(TOPIC, 1, 3, configs={"min.insync.replicas": "2"})
+    producer = start_traffic(cluster, TOPIC, tmp_path / "acks.txt", min_acks=500)
+    view = cluster.view(probe=False)
+    p = view.partition(TOPIC, 0)
+    broker = p.leader
+    dst = 1 - dir_index_of(view, TOPIC, 0, broker)
+    path = cluster.dir_plan(broker, dst).path
+    log_dirs = [path if b == broker else "any" for b in p.replicas]
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "partitions": [
+                    {"topic": TOPIC, "partition": 0, "replicas": list(p.replicas), "log_dirs": log_dirs}
+                ],
+            }
+        )
+    )
+    bootstrap = cluster.bootstrap_servers()
+    out = run_kraftpy(
+        "reassign", "--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file", str(plan)
+    ).stdout
+    assert (
+        f"Successfully started moving log directory to {path} for replica {TOPIC}-0 with broker {broker}"
+        in out
+    ), out
+
+    def verified(_v) -> bool:  # type: ignore[no-untyped-def]
+        r = run_kraftpy(
+            "reassign",
+            "--bootstrap-server",
+            bootstrap,
+            "--verify",
+            "--reassignment-json-file",
+            str(plan),
+            check=False,
+        )
+        return (
+            r.returncode == 0
+            and f"Reassignment of replica {TOPIC}-0-{broker} completed successfully." in r.stdout
+        )
+
+    cluster.wait_until(verified, WAIT_S, "kraftpy reassign --verify to report the move complete")
+    [row] = [r for r in describe(cluster, TOPIC) if r["partition"] == 0]
+    assert row["directories"][str(broker)] == cluster.state.directory_ids[path], row
+    more_acks(producer, 100)
+    validate_clients(cluster, TOPIC, producer)
