@@ -269,7 +269,7 @@ class ReplicaMover:
 
     async def cancel(self, key: PartitionKey, reason: str) -> None:
         m = self.moves.get(key)
-        if m is None or not m.core.live:
+        if m is None or not m.core.running:
             return
         action = m.core.handle(MoveEvent.CANCEL)
         if m.task is not None and m.task is not asyncio.current_task():
@@ -280,7 +280,7 @@ class ReplicaMover:
     def on_dir_failure(self, dir_id: Uuid | None) -> None:
         """A dir failed: moves into it are cancelled, moves out of it stop (the replica is offline)."""
         for key, m in list(self.moves.items()):
-            if m.core.state in (MoveState.DONE, MoveState.CANCELLED, MoveState.FAILED):
+            if not m.core.running:
                 continue
             if m.dest.dir_id == dir_id:
                 asyncio.get_running_loop().create_task(self.cancel(key, "destination log dir failed"))
@@ -315,7 +315,7 @@ class ReplicaMover:
         (no assignment is reverted: the replica is not this broker's any more)."""
         for key in keys & set(self.moves):
             m = self.moves[key]
-            if m.core.live:
+            if m.core.running:
                 m.core.handle(MoveEvent.CANCEL)
                 if m.task is not None:
                     m.task.cancel()
@@ -351,14 +351,14 @@ class ReplicaMover:
         except asyncio.CancelledError:
             raise
         except (LogDirOfflineError, LogDirResourceError) as e:
-            if m.core.live and not m.dest.online:
+            if m.core.running and not m.dest.online:
                 await self._drop_future(m, m.core.handle(MoveEvent.CANCEL), f"destination failed: {e}")
-            elif m.core.live:
+            elif m.core.running:
                 self._source_failed(m)
         except Exception:
             log.exception("replica move failed", partition=str(tp))
             self.failed.add(m.key)
-            if m.core.live:
+            if m.core.running:
                 await self._drop_future(m, m.core.handle(MoveEvent.CANCEL), "the move failed")
 
     async def _open_future(self, m: ActiveMove, existing: bool) -> None:

@@ -11,9 +11,9 @@ Effective) with the copy before them and the two ways a move ends early:
 | ACCEPTED  | CAUGHT_UP      | SWAPPING  | pause appends, copy the rest, swap the logs                  |
 | SWAPPING  | SWAPPED        | DONE      | delete the source log                                        |
 | COPYING   | CANCEL         | CANCELLED | delete the future log                                        |
-| QUEUED, ACCEPTED | CANCEL  | CANCELLED | delete the future log; AssignReplicasToDirs(source) (field bugs 15, 16) |
-| COPYING, SWAPPING | SOURCE_FAILED | FAILED | stop copying; the replica is offline with its dir, the future log stays for the next start's decision table |
-| QUEUED, ACCEPTED | SOURCE_FAILED | FAILED | the same, and AssignReplicasToDirs(source): the controller must count the replica offline with the dir that held it, not online in a dir holding a copy that may lack acknowledged records (field bug 15) |
+| QUEUED, ACCEPTED, SWAPPING | CANCEL | CANCELLED | delete the future log; AssignReplicasToDirs(source) (field bugs 15, 16) |
+| COPYING   | SOURCE_FAILED  | FAILED    | stop copying; the replica is offline with its dir, the future log stays for the next start's decision table |
+| QUEUED, ACCEPTED, SWAPPING | SOURCE_FAILED | FAILED | the same, and AssignReplicasToDirs(source): the controller must count the replica offline with the dir that held it, not online in a dir holding a copy that may lack acknowledged records (field bug 15) |
 
 A destination dir that fails is a CANCEL: the replica stays where it was. Any (state, event) pair
 not in the table changes nothing (a late CAUGHT_UP while QUEUED, a second CANCEL).
@@ -77,10 +77,11 @@ TRANSITIONS: dict[tuple[MoveState, MoveEvent], tuple[MoveState, Action]] = {
     (S.COPYING, E.CANCEL): (S.CANCELLED, A.DELETE_FUTURE),
     (S.QUEUED, E.CANCEL): (S.CANCELLED, A.REVERT_AND_DELETE_FUTURE),
     (S.ACCEPTED, E.CANCEL): (S.CANCELLED, A.REVERT_AND_DELETE_FUTURE),
+    (S.SWAPPING, E.CANCEL): (S.CANCELLED, A.REVERT_AND_DELETE_FUTURE),
     (S.COPYING, E.SOURCE_FAILED): (S.FAILED, A.STOP),
     (S.QUEUED, E.SOURCE_FAILED): (S.FAILED, A.REVERT_AND_STOP),
     (S.ACCEPTED, E.SOURCE_FAILED): (S.FAILED, A.REVERT_AND_STOP),
-    (S.SWAPPING, E.SOURCE_FAILED): (S.FAILED, A.STOP),
+    (S.SWAPPING, E.SOURCE_FAILED): (S.FAILED, A.REVERT_AND_STOP),
 }
 
 
@@ -97,7 +98,13 @@ class ReplicaMove:
 
     @property
     def live(self) -> bool:
+        """Copying, or waiting for the controller: a move AlterReplicaLogDirs may still redirect."""
         return self.state in _LIVE
+
+    @property
+    def running(self) -> bool:
+        """Not ended yet (the swap included)."""
+        return self.state in (*_LIVE, MoveState.SWAPPING)
 
     @property
     def lag(self) -> int:

@@ -45,6 +45,7 @@ def test_a_move_asks_the_controller_before_it_swaps_and_swaps_only_once_accepted
         ((), Action.DELETE_FUTURE),
         ((MoveEvent.CAUGHT_UP,), Action.REVERT_AND_DELETE_FUTURE),
         ((MoveEvent.CAUGHT_UP, MoveEvent.ACCEPTED), Action.REVERT_AND_DELETE_FUTURE),
+        ((MoveEvent.CAUGHT_UP, MoveEvent.ACCEPTED, MoveEvent.CAUGHT_UP), Action.REVERT_AND_DELETE_FUTURE),
     ],
 )
 def test_a_cancel_reverts_an_assignment_already_sent(
@@ -62,7 +63,7 @@ def test_a_cancel_reverts_an_assignment_already_sent(
         ((), Action.STOP),
         ((MoveEvent.CAUGHT_UP,), Action.REVERT_AND_STOP),
         ((MoveEvent.CAUGHT_UP, MoveEvent.ACCEPTED), Action.REVERT_AND_STOP),
-        ((MoveEvent.CAUGHT_UP, MoveEvent.ACCEPTED, MoveEvent.CAUGHT_UP), Action.STOP),
+        ((MoveEvent.CAUGHT_UP, MoveEvent.ACCEPTED, MoveEvent.CAUGHT_UP), Action.REVERT_AND_STOP),
     ],
 )
 def test_a_failed_source_stops_the_move_and_never_leaves_the_controller_on_the_copy(

@@ -5,6 +5,8 @@ future log that must be caught up before it is promoted at startup."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -217,3 +219,35 @@ async def test_a_broker_killed_inside_the_swap_serves_the_copy_the_metadata_name
     finally:
         await rig.log_manager.stop()
         rig.close()
+
+
+async def test_a_destination_failing_after_the_controller_accepted_reverts_to_the_source(rig: Rig) -> None:
+    """Field bug 15 (KAFKA-16297): the dir fails between the controller's acceptance and the swap."""
+    mover = _mover(rig)
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @contextlib.asynccontextmanager
+    async def held(_tp: object) -> AsyncIterator[None]:
+        entered.set()
+        await release.wait()
+        yield
+
+    mover.pause_writes = held
+    rig.publish(_image([IDS[0]]))
+    await rig.log_manager.wait_settled()
+    hl = rig.log_manager.get_partition(TOPIC_A, 0)
+    current = await hl.log()
+    await hl.log_dir.run(current.append_as_leader, value_batch(5), 1)
+    assert await mover.request_move("a", 0, str(rig.paths[1])) is Errors.NONE
+    key = (TOPIC_A, 0)
+    await _until(lambda: key in rig.assignments.ready)
+    rig.assignments.ready[key].on_success()
+    await entered.wait()  # swapping: appends would be paused now
+    rig.dirs[IDS[1]].fail(OSError(5, "gone"))
+    mover.on_dir_failure(IDS[1])
+    release.set()
+    await _until(lambda: not mover.moves)
+    reverted = rig.assignments.ready[key]
+    assert reverted.directory_id == IDS[0] and "Reverting" in reverted.reason
+    assert hl.log_dir.dir_id == IDS[0] and (await hl.log()) is current and current.log_end_offset == 5
+    assert rig.hosted.get(TOPIC_A, 0).location == IDS[0]
