@@ -318,3 +318,47 @@ def test_kraftpy_reassign_moves_a_replica_between_disks_with_a_log_dirs_file(
     assert row["directories"][str(broker)] == cluster.state.directory_ids[path], row
     more_acks(producer, 100)
     validate_clients(cluster, TOPIC, producer)
+
+
+def test_reassignment_onto_a_broker_with_a_dead_disk_lands_on_its_live_one(
+    make_cluster, tmp_path: Path
+) -> None:
+    """KIP-112: reassignment takes offline dirs into account. The new replica goes to the target
+    broker's surviving disk, catches up, and the reassignment completes; nothing acknowledged is lost."""
+    cluster = make_cluster(brokers=3, dirs=2)
+    cluster.create_topic(TOPIC, 1, 2, assignment={0: [1, 2]}, configs={"min.insync.replicas": "1"})
+    producer = start_traffic(cluster, TOPIC, tmp_path / "acks.txt", min_acks=500)
+    cluster.fail_dir(3, 0)
+    cluster.wait_until(
+        lambda v: any(d.broker_id == 3 and d.index == 0 and d.status == "offline" for d in v.dirs),
+        WAIT_S,
+        "the controller to know broker 3's first disk is offline",
+    )
+    plan = tmp_path / "plan.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": TOPIC, "partition": 0, "replicas": [1, 3]}]})
+    )
+    bootstrap = cluster.bootstrap_servers()
+    run_kraftpy(
+        "reassign", "--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file", str(plan)
+    )
+
+    def completed(_v) -> bool:  # type: ignore[no-untyped-def]
+        r = run_kraftpy(
+            "reassign",
+            "--bootstrap-server",
+            bootstrap,
+            "--verify",
+            "--reassignment-json-file",
+            str(plan),
+            check=False,
+        )
+        return r.returncode == 0 and f"Reassignment of partition {TOPIC}-0 is completed." in r.stdout
+
+    cluster.wait_until(completed, WAIT_S * 2, "the reassignment onto broker 3 to complete")
+    view = cluster.wait_until(_all_in_sync, WAIT_S, "the new replica in sync")
+    p = view.partition(TOPIC, 0)
+    assert sorted(p.replicas) == [1, 3] and not p.offline
+    assert dir_index_of(view, TOPIC, 0, 3) == 1  # the live disk
+    more_acks(producer, 100)
+    validate_clients(cluster, TOPIC, producer)
