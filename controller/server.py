@@ -44,6 +44,7 @@ from controller.registration_manager import ControllerRegistrationManager
 from controller.snapshot_policy import SnapshotPolicy
 from controller.snapshots import SnapshotGenerator
 from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
+from controller.story import ControllerStory
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.messages import Entry
 from protocol.record_batch import decode_batch, metadata_records
@@ -96,6 +97,7 @@ class ControllerServer:
         self._raft: RaftClient | None = None
         self._term: ActiveTerm | None = None
         self._snapshots: SnapshotGenerator | None = None
+        self._story = ControllerStory()
         self._log_thread: ThreadPoolExecutor | None = None
         self._runner: web.AppRunner | None = None
         self._activated = asyncio.Event()
@@ -153,6 +155,7 @@ class ControllerServer:
             on_snapshot=self.metrics.snapshots.inc,
         )
         teardown.push_async_callback(snapshots.stop)
+        self._story.seed(snapshots.committed.image())
         # Requests still open when listening stops finish here, once the term has answered them.
         teardown.push_async_callback(self._finish_requests)
         await raft.start()
@@ -249,6 +252,7 @@ class ControllerServer:
             for i, record in enumerate(records):
                 core.replay(record, entry.offset + i)
             committed.add(entry.offset, records, entry.epoch, batch.max_timestamp)
+            self._story.on_committed(records)
         self._snapshots.after_commit(sum(len(e.data) for e in entries))
         if self._migration is not None:
             self._migration.wake()
@@ -261,6 +265,7 @@ class ControllerServer:
         )
         self._core = core
         self._snapshots.reset(CommittedImage(delta, snapshot_id.offset))
+        self._story.seed(self._snapshots.committed.image())
         log.info("loaded the leader's snapshot", end_offset=snapshot_id.offset, epoch=snapshot_id.epoch)
 
     async def handle_claim(self, epoch: int) -> None:
@@ -348,6 +353,7 @@ class ControllerServer:
     def _on_committed(self, high_watermark: int, appended: PreparedAppend) -> None:
         assert self._snapshots is not None
         self._snapshots.on_committed(appended)
+        self._story.on_committed(appended.records)
         if self._term is not None:
             self._term.queue.on_committed(high_watermark)
         self.metrics.commit_batches.inc()
