@@ -161,7 +161,9 @@ def run(argv: Sequence[str] | None = None) -> int:
 
     from kraftpy.logging import configure_process_logging
 
-    configure_process_logging(role="broker", node_id=cfg.node_id, level=args.log_level.upper())
+    configure_process_logging(
+        role="broker", node_id=cfg.node_id, level=args.log_level.upper(), log_format=args.log_format
+    )
     _raise_open_file_limit()
     if cfg.is_zk_mode:
         try:

@@ -97,7 +97,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from kraftpy.logging import configure_process_logging
 
-    configure_process_logging(role="controller", node_id=cfg.node_id, level=args.log_level.upper())
+    configure_process_logging(
+        role="controller", node_id=cfg.node_id, level=args.log_level.upper(), log_format=args.log_format
+    )
     try:
         with event_loop_runner() as runner:
             return runner.run(_serve(cfg))

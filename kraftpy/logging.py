@@ -68,15 +68,21 @@ def configure_process_logging(
     node_id: int | None,
     level: int | str = "INFO",
     stream: TextIO | None = None,
+    log_format: str = "json",
     **static: Any,
 ) -> None:
-    """JSON lines on `stream` (stderr by default); node_id, role and `static` fields on every line."""
+    """JSON lines on `stream` (stderr by default), or readable lines with `log_format="text"`;
+    node_id, role and `static` fields on every line."""
+    out = stream or sys.stderr
+    text = log_format == "text"
     _configure(
-        structlog.processors.JSONRenderer(default=str),
+        structlog.dev.ConsoleRenderer(colors=out.isatty())
+        if text
+        else structlog.processors.JSONRenderer(default=str),
         level=level,
-        stream=stream or sys.stderr,
+        stream=out,
         static={"node_id": node_id, "role": role, **static},
-        json=True,
+        json=not text,
     )
 
 

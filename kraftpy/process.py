@@ -1,7 +1,7 @@
 """What the two server processes share at their edge: arguments, overrides and the event loop.
 
-`kraftpy-controller` and `kraftpy-broker` take the same `-c FILE`, `--override KEY=VALUE` and
-`--log-level`, and both run one asyncio loop (uvloop when it is installed).
+`kraftpy-controller` and `kraftpy-broker` take the same `-c FILE`, `--override KEY=VALUE`,
+`--log-level` and `--log-format`, and both run one asyncio loop (uvloop when it is installed).
 """
 
 from __future__ import annotations
@@ -24,6 +24,13 @@ def server_arg_parser(prog: str, description: str) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--log-level", default=os.environ.get("KRAFTPY_LOG_LEVEL", "INFO"), help="log level (INFO)"
+    )
+    p.add_argument(
+        "--log-format",
+        choices=("json", "text"),
+        default=os.environ.get("KRAFTPY_LOG_FORMAT", "json"),
+        help="json: one JSON object per line (default; for jq and log shippers); text: readable lines "
+        "for a terminal",
     )
     return p
 

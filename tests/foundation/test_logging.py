@@ -56,3 +56,25 @@ def test_cli_lines_are_readable_text() -> None:
     text = out.getvalue()
     assert "unknown config key ignored" in text and "key=foo" in text
     assert not text.lstrip().startswith("{")
+
+
+def test_process_lines_can_be_readable_text_for_a_terminal() -> None:
+    out = io.StringIO()
+    configure_process_logging(role="controller", node_id=3000, stream=out, log_format="text")
+    structlog.get_logger("controller.story").warning("log dir offline", broker_id=2)
+    [line] = out.getvalue().splitlines()
+    assert "log dir offline" in line and "broker_id=2" in line and "node_id=3000" in line
+    assert not line.startswith("{")
+
+
+def test_servers_take_log_format_from_the_command_line_or_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kraftpy.process import server_arg_parser
+
+    assert server_arg_parser("x", "y").parse_args(["-c", "f"]).log_format == "json"
+    assert server_arg_parser("x", "y").parse_args(["-c", "f", "--log-format", "text"]).log_format == "text"
+    monkeypatch.setenv("KRAFTPY_LOG_FORMAT", "text")
+    assert server_arg_parser("x", "y").parse_args(["-c", "f"]).log_format == "text"
+    with pytest.raises(SystemExit):
+        server_arg_parser("x", "y").parse_args(["-c", "f", "--log-format", "xml"])
