@@ -363,14 +363,14 @@ class LogManager:
         """Subscribed to the LogDirFailureChannel."""
         if failure.dir_id is None or failure.dir_id not in self.log_dirs:
             return  # a separate metadata.log.dir: no partition logs there
-        log.error(
-            "log dir failed; its replicas are offline",
-            path=failure.path,
-            dir_id=str(failure.dir_id),
-            error=failure.reason,
+        # The dir's failure itself was logged once, as an error, where it happened (LogDir.fail).
+        leaders = sum(
+            1 for r in self.placement.replicas.values() if r.leader and r.location == failure.dir_id
         )
         n = self.fail_dir(failure.dir_id)
-        log.warning("replicas taken offline", path=failure.path, replicas=n)
+        log.warning(
+            "replicas taken offline with their log dir", path=failure.path, replicas=n, leaders=leaders
+        )
         if self.mover is not None:
             self.mover.on_dir_failure(failure.dir_id)
 

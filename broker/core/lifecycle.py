@@ -169,7 +169,7 @@ class BrokerLifecycle:
         self.offline_dirs[dir_id] = False
         self._log_dirs.discard(dir_id)
         self._dir_deadlines[dir_id] = now_ms + self.config.log_dir_failure_timeout_ms
-        log.warning("reporting offline log dir", dir_id=str(dir_id), registered=self.registered)
+        log.info("reporting offline log dir", dir_id=str(dir_id), registered=self.registered)
         if self.registered:
             self._send_soon(now_ms)
 

@@ -426,7 +426,7 @@ class LogPlacement:
                 if found is not None and found.dir_id == dir_id:
                     self._forget(found)
         self._counts.pop(dir_id, None)
-        log.warning(
+        log.debug(
             "replicas offline with their log dir",
             dir_id=str(dir_id),
             path=self.paths.get(dir_id),

@@ -80,6 +80,8 @@ class FetchState:
     last_fetched_epoch: int = -1
     delayed_until_ms: int = 0
     initialized: bool = False
+    last_error: Errors | None = None
+    """The error the leader last answered for this partition (logged when it changes, not on every retry)."""
 
 
 class ReplicaFetcher:
@@ -259,13 +261,16 @@ class ReplicaFetcher:
             elif code is Errors.UNKNOWN_LEADER_EPOCH:
                 self._delay([fs], UNKNOWN_LEADER_EPOCH_BACKOFF_MS)
             else:
-                if code is not Errors.NOT_LEADER_OR_FOLLOWER:
-                    log.info(
+                if code is not Errors.NOT_LEADER_OR_FOLLOWER and code is not fs.last_error:
+                    # The leader's disk failing under the partition is worth a warning; the
+                    # retries that follow are not worth a line each.
+                    (log.warning if code is Errors.KAFKA_STORAGE_ERROR else log.info)(
                         "follower fetch error",
                         partition=str(fs.hp.tp),
                         leader=self.source_id,
                         error=code.name,
                     )
+                fs.last_error = code
                 self._delay([fs], settings.fetch_backoff_ms)
         except LogDirOfflineError:
             self.remove(fs.hp.key)

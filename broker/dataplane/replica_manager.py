@@ -273,8 +273,8 @@ class ReplicaManager:
         self.fetch_waiters.notify(hp.key)
         del self.partitions[hp.key]
 
-    def _go_offline(self, hp: HostedPartition, reason: str) -> None:
-        if hp.state.role is not Role.OFFLINE:
+    def _go_offline(self, hp: HostedPartition, reason: str, *, quiet: bool = False) -> None:
+        if hp.state.role is not Role.OFFLINE and not quiet:
             log.warning("partition offline", partition=str(hp.tp), reason=reason)
         self.fetchers.remove(hp.key)
         hp.state.go_offline()
@@ -311,9 +311,13 @@ class ReplicaManager:
     def on_dir_failure(self, failure: LogDirFailure) -> None:
         """A log dir went offline (the LogDirFailureChannel): its partitions answer
         KAFKA_STORAGE_ERROR from now on and their parked produces are answered so at once."""
+        stopped = 0
         for hp in list(self.partitions.values()):
             if hp.local is not None and hp.local.log_dir.dir_id == failure.dir_id:
-                self._go_offline(hp, f"log dir {failure.path} failed")
+                # One line for the dir, not one per partition (the log manager said which and how many).
+                self._go_offline(hp, f"log dir {failure.path} failed", quiet=True)
+                stopped += 1
+        log.debug("partitions stopped serving", path=failure.path, partitions=stopped)
 
     def _storage_failure(self, hp: HostedPartition, e: LogDirOfflineError) -> AppendOutcome:
         # The dir's failure has already reached on_dir_failure: LogDir.fail delivers it before
