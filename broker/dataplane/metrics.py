@@ -8,7 +8,10 @@ Kafka's ReplicaManager MBeans (docs/metrics.md):
 - `kafka_server_replicamanager_atminisrpartitioncount` – AtMinIsrPartitionCount;
 - `kafka_server_delayedoperationpurgatory_purgatorysize{delayedOperation="Produce"}` – acks=all
   produces waiting for the high watermark;
-- `kafka_server_brokertopicmetrics_*_total{topic}` – BrokerTopicMetrics (see topic_stats).
+- `kafka_server_brokertopicmetrics_*_total{topic}` – BrokerTopicMetrics (see topic_stats);
+- `kafka_log_log_size`, `_logstartoffset`, `_logendoffset`, `_numlogsegments{topic,partition}` – the
+  Log MBeans of each replica whose log is open here (a replica not read or written since the broker
+  started has no series until it is).
 """
 
 from __future__ import annotations
@@ -89,6 +92,29 @@ class DataPlaneCollector(Collector):
             ),
         ):
             yield CounterMetricFamily(f"{RM}_{name}", doc, value=value)
+        yield from _log_gauges(rm)
+
+
+def _log_gauges(rm: ReplicaManager) -> Iterator[GaugeMetricFamily]:
+    labels = ["topic", "partition"]
+    families = {
+        "size": GaugeMetricFamily("kafka_log_log_size", "Size: bytes of the replica's log", labels=labels),
+        "start": GaugeMetricFamily("kafka_log_log_logstartoffset", "LogStartOffset", labels=labels),
+        "end": GaugeMetricFamily("kafka_log_log_logendoffset", "LogEndOffset", labels=labels),
+        "segments": GaugeMetricFamily("kafka_log_log_numlogsegments", "NumLogSegments", labels=labels),
+    }
+    for hp in list(rm.partitions.values()):
+        local = hp.local
+        if local is None:
+            continue
+        lg = local.log
+        key = [hp.tp.topic_name, str(hp.tp.partition)]
+        # Plain reads of in-memory figures the dir's thread keeps up to date; no I/O at scrape time.
+        families["size"].add_metric(key, lg.size_bytes)
+        families["start"].add_metric(key, lg.log_start_offset)
+        families["end"].add_metric(key, lg.log_end_offset)
+        families["segments"].add_metric(key, len(lg.segment_base_offsets))
+    yield from families.values()
 
 
 def register(registry: CollectorRegistry, replicas: ReplicaManager) -> None:

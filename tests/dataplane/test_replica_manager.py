@@ -385,10 +385,18 @@ async def test_gauges_on_the_metrics_registry(plane: tuple[DataPlane, Host]) -> 
     from protocol.transport import REGISTRY, create_app
 
     dp, _ = plane
+    assert (await produce(dp, batch([b"a", b"b"]), acks=1)).ErrorCode == 0
     app = create_app({})
     dp.install(app)
     text = generate_latest(app[REGISTRY]).decode()
     assert "kafka_server_replicamanager_leadercount 2.0" in text
+    # Kafka's Log MBeans, per replica
+    assert 'kafka_log_log_logendoffset{partition="0",topic="t"} 2.0' in text
+    assert 'kafka_log_log_numlogsegments{partition="0",topic="t"} 1.0' in text
+    size = [
+        line for line in text.splitlines() if line.startswith('kafka_log_log_size{partition="0",topic="t"}')
+    ]
+    assert size and float(size[0].split()[-1]) > 0
     assert "kafka_server_replicamanager_partitioncount 2.0" in text
     assert "kafka_server_replicamanager_underreplicatedpartitions 0.0" in text
     assert "kafka_server_replicamanager_underminisrpartitioncount 1.0" in text  # t-1: ISR 1 < 2
@@ -417,7 +425,9 @@ async def test_partition_states_drive_the_replica_manager_without_an_image(
     assert (await produce(dp, batch([b"b"]), partition=1, acks=1)).ErrorCode == 0
 
 
-async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(plane: tuple[DataPlane, Host]) -> None:
+async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(
+    plane: tuple[DataPlane, Host],
+) -> None:
     from prometheus_client import generate_latest
 
     from protocol.transport import REGISTRY, create_app
@@ -451,7 +461,9 @@ async def test_broker_topic_metrics_count_what_producers_and_fetchers_move(plane
     assert "made-up" not in text
 
 
-async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(plane: tuple[DataPlane, Host]) -> None:
+async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(
+    plane: tuple[DataPlane, Host],
+) -> None:
     from prometheus_client import generate_latest
 
     from protocol.transport import REGISTRY, create_app
