@@ -103,7 +103,7 @@ def test_follower_dir_failed(disk_cluster: tuple[DataCluster, dict[int, list[Any
     ))  # fmt: skip
     assert after["leader"] == p0["leader"]
     assert after["directories"][str(follower)] == dir_id
-    text = c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", TOPIC)
+    text = c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", TOPIC, "--extras")
     assert f"Offline: {follower}" in text and f"{follower}:{dir_id}" in text
     assert c.brokers[follower].proc.alive  # type: ignore[union-attr]
 
@@ -152,7 +152,7 @@ def test_leader_dir_failed_during_100k_messages(
     assert after["leader"] not in (leader, -1)
     assert leader in after["offline"] and leader not in after["isr"]
     assert after["directories"][str(leader)] == dir_id
-    text = c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", TOPIC)
+    text = c.kraftpy("topics", "describe", "--bootstrap-server", c.bootstrap, "--topic", TOPIC, "--extras")
     assert (
         f"Leader: {after['leader']}" in text and f"Offline: {leader}" in text and f"{leader}:{dir_id}" in text
     )

@@ -69,6 +69,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--unavailable-partitions", action="store_true", help="only partitions without a usable leader"
     )
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--extras",
+        action="store_true",
+        help="add kraftpy's fields to Kafka's lines: offline replicas and each replica's directory id",
+    )
     p.set_defaults(func=lambda a: run("topics describe", lambda: _describe(a)))
 
     p = verbs.add_parser("delete", help="delete a topic")
@@ -195,29 +200,46 @@ def _ids(values: list[int]) -> str:
     return ",".join(str(v) for v in values)
 
 
-def format_describe(rows: list[dict[str, Any]]) -> str:
+def format_describe(
+    rows: list[dict[str, Any]],
+    configs: dict[str, list[tuple[str, str | None]]] | None = None,
+    reassignments: dict[tuple[str, int], Any] | None = None,
+    *,
+    extras: bool = False,
+    topic_lines: bool = True,
+) -> str:
+    """kafka-topics.sh --describe's lines (Kafka 3.9): Configs holds the topic's non-default configs;
+    Adding/Removing Replicas appear while a reassignment runs; Elr and LastKnownElr are N/A, as Kafka's
+    tool prints them against a cluster that does not serve DescribeTopicPartitions (KIP-966).
+    `extras` adds kraftpy's Offline and Directories fields at the end of each partition line; without
+    `topic_lines` (a --under-replicated/--unavailable report) only partition lines are printed, as Kafka does."""
     lines = []
     for t in rows:
-        lines.append(
-            f"Topic: {t['topic']}\tTopicId: {t['topicId']}\tPartitionCount: {t['partitionCount']}\t"
-            f"ReplicationFactor: {t['replicationFactor']}"
-        )
+        cfg = ",".join(f"{k}={v}" for k, v in (configs or {}).get(t["topic"], []))
+        if topic_lines:
+            lines.append(
+                f"Topic: {t['topic']}\tTopicId: {t['topicId']}\tPartitionCount: {t['partitionCount']}\t"
+                f"ReplicationFactor: {t['replicationFactor']}\tConfigs: {cfg}"
+            )
         for p in t["partitions"]:
             leader = "none" if p["leader"] < 0 else str(p["leader"])
             line = (
                 f"\tTopic: {t['topic']}\tPartition: {p['partition']}\tLeader: {leader}\t"
                 f"Replicas: {_ids(p['replicas'])}\tIsr: {_ids(p['isr'])}"
             )
-            if p["offline"]:
+            moving = (reassignments or {}).get((t["topic"], p["partition"]))
+            if moving is not None:
+                line += f"\tAdding Replicas: {_ids(list(moving.adding))}\tRemoving Replicas: {_ids(list(moving.removing))}"
+            line += "\tElr: N/A\tLastKnownElr: N/A"
+            if extras:
                 line += f"\tOffline: {_ids(p['offline'])}"
-            if p["directories"]:
                 line += "\tDirectories: " + ",".join(f"{b}:{d}" for b, d in p["directories"].items())
             lines.append(line)
     return "\n".join(lines)
 
 
 async def _describe(args: argparse.Namespace) -> int:
-    from protocol.errors import Errors
+    from protocol.errors import Errors, KafkaError
     from tools.client import Admin
 
     async with Admin(args.bootstrap_server) as admin:
@@ -236,7 +258,22 @@ async def _describe(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     elif rows:
-        print(format_describe(rows))
+        from tools.client.reassignments import ReassignAdmin
+
+        async with ReassignAdmin(args.bootstrap_server) as admin:
+            configs = await admin.topic_configs([r["topic"] for r in rows])
+            try:
+                moving = await admin.list_partition_reassignments(
+                    [(r["topic"], p["partition"]) for r in rows for p in r["partitions"]]
+                )
+            except KafkaError:
+                moving = {}  # a cluster that cannot list them: Kafka's tool leaves the fields out too
+        report = args.under_replicated_partitions or args.unavailable_partitions
+        print(
+            format_describe(
+                rows, configs, moving, extras=getattr(args, "extras", False), topic_lines=not report
+            )
+        )
     if missing:
         print(
             f"Error while executing topic command : Topic '{', '.join(missing)}' does not exist as expected",
