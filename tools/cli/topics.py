@@ -261,7 +261,10 @@ async def _describe(args: argparse.Namespace) -> int:
         from tools.client.reassignments import ReassignAdmin
 
         async with ReassignAdmin(args.bootstrap_server) as admin:
-            configs = await admin.topic_configs([r["topic"] for r in rows])
+            try:
+                configs = await admin.topic_configs([r["topic"] for r in rows])
+            except KafkaError:
+                configs = {}  # a broker that does not serve DescribeConfigs (ZooKeeper mode)
             try:
                 moving = await admin.list_partition_reassignments(
                     [(r["topic"], p["partition"]) for r in rows for p in r["partitions"]]
