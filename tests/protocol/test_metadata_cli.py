@@ -106,7 +106,7 @@ def test_dump_from_offset_and_text(samples_dir: Path, capsys: pytest.CaptureFixt
     path = samples_dir / "otus_kafka_HW02_d9e6ebb" / "__cluster_metadata-0" / "00000000000000000000.log"
     assert main(["metadata", "dump", "--json", "--from-offset", "9070", str(path)]) == 0
     assert [json.loads(x)["offset"] for x in capsys.readouterr().out.splitlines()] == [9070, 9071, 9072, 9073]
-    assert main(["metadata", "dump", str(path), "--from-offset", "9073"]) == 0
+    assert main(["metadata", "dump", str(path), "--format", "kraftpy", "--from-offset", "9073"]) == 0
     out = capsys.readouterr().out
     assert "| offset 9073 NoOpRecord v0 {}" in out
 

@@ -1,6 +1,8 @@
 """`kraftpy metadata`: read KRaft metadata logs (ours or Kafka's).
 
-- `dump PATH [--json] [--from-offset N]`: every record, like kafka-dump-log --cluster-metadata-decoder;
+- `dump PATH [--format kafka|kraftpy|json] [--json] [--from-offset N]`: every record; by default the
+  lines `kafka-dump-log.sh --cluster-metadata-decoder --files PATH` prints (tools.cli._dump_log_format),
+  `--format kraftpy` our shorter lines, `--json` (= `--format json`) one JSON object per record;
 - `verify PATH`: CRCs, decoding and byte-exact re-encoding of every record and batch;
 - `quorum --bootstrap-controller HOST:PORT describe --status|--replication`: the controller quorum
   (tools.cli.quorum), as kafka-metadata-quorum.sh prints it.
@@ -22,6 +24,8 @@ from typing import Any, TextIO
 
 from tools.cli.main import UserError
 
+DUMP_FORMATS = ("kafka", "kraftpy", "json")
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -34,9 +38,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     dump = msub.add_parser(
         "dump",
         help="print every record (batch headers, records, control records)",
-        description="Print the records of a segment, a snapshot or a log directory (segments in offset order).",
+        description="Print the records of a segment, a snapshot or a log directory (segments in offset "
+        "order). By default the output is what Kafka's `kafka-dump-log.sh --cluster-metadata-decoder "
+        "--files PATH` prints, file by file.",
     )
     dump.add_argument("path", type=Path, metavar="PATH")
+    dump.add_argument(
+        "--format",
+        choices=DUMP_FORMATS,
+        default=None,
+        help="kafka (default): kafka-dump-log.sh's lines; kraftpy: one short line per batch and record; "
+        "json: as --json",
+    )
     dump.add_argument("--json", action="store_true", help="one JSON object per record and line")
     dump.add_argument("--from-offset", type=int, default=0, metavar="N", help="skip records before offset N")
     dump.set_defaults(func=_dump)
@@ -73,13 +86,20 @@ def _dump(args: argparse.Namespace) -> int:
 
     if args.from_offset < 0:
         raise UserError("--from-offset must be 0 or more")
+    if args.json and args.format not in (None, "json"):
+        raise UserError(f"--json and --format {args.format} ask for different outputs: give one")
+    fmt = "json" if args.json else args.format or "kafka"
     out = sys.stdout
     try:
         for log_file in _files(args.path, include_snapshots=False):
-            if args.json:
+            if fmt == "json":
                 _dump_json(log_file, args.from_offset, out)
-            else:
+            elif fmt == "kraftpy":
                 _dump_text(log_file, args.from_offset, out)
+            else:
+                from tools.cli._dump_log_format import dump_file
+
+                dump_file(log_file, args.from_offset, out)
     except LogFileError as e:
         out.flush()
         print(f"kraftpy metadata dump: {e}", file=sys.stderr)
