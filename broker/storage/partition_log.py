@@ -196,6 +196,8 @@ class PartitionLog:
         )
         for seg in segments:
             self._segments.add(seg)
+        for seg in segments[:-1]:
+            seg.release_handle()  # older segments are opened again when read
         if not self._segments:
             start = max(log_start_offset, 0)
             self._segments.create(start, now_ms)
@@ -399,6 +401,7 @@ class PartitionLog:
         seg = self._segments.roll(base, now)
         if seg is old:
             return seg
+        old.release_handle()  # no longer written; a no-op when it was replaced (closed)
         if old.size == 0:
             self._snapshots.pop(old.base_offset, None)  # replaced, not rolled
         else:
@@ -427,6 +430,8 @@ class PartitionLog:
             if found is None:
                 continue  # past this segment's last batch: the next segment holds it
             data, next_offset = seg.read(found[0], max_bytes, max_offset, min_one_batch)
+            if seg is not self.active_segment:
+                seg.release_handle()  # a catch-up read: the descriptor is not kept for the next one
             return ReadResult(data, next_offset if next_offset is not None else from_offset)
         return ReadResult(b"", from_offset)
 

@@ -101,6 +101,7 @@ class LogSegment:
         self.read_only = read_only
         self.path = partition_dir / segment_file_name(base_offset)
         self._fd: int | None = fd
+        self._closed = False
         self.size = 0
         self.created_ms = created_ms
         self.index_interval_bytes = index_interval_bytes
@@ -297,8 +298,19 @@ class LogSegment:
 
     def _handle(self) -> int:
         if self._fd is None:
-            raise ValueError(f"{self.path} is closed")
+            if self._closed:
+                raise ValueError(f"{self.path} is closed")
+            # Released while idle (`release_handle`): opened again on use.
+            self._fd = os.open(self.path, os.O_RDONLY if self.read_only else os.O_RDWR)
         return self._fd
+
+    def release_handle(self) -> None:
+        """Give back the log file's descriptor while the segment is not written (an older segment):
+        a partition with many segments then holds one descriptor, not one per segment. Its next use
+        opens the file again; written data stays in the page cache and fdatasync finds it."""
+        if self._fd is not None and not self._closed:
+            fd, self._fd = self._fd, None
+            os.close(fd)
 
     def _observe(self, position: int, h: BatchHeader, *, write_index: bool) -> None:
         self._note(
@@ -475,6 +487,7 @@ class LogSegment:
             raise errors[0]
 
     def _close_log(self) -> None:
+        self._closed = True
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)

@@ -296,3 +296,40 @@ def test_idempotent_batch_builder_round_trips() -> None:
     raw = make_batch([b"a"], producer_id=9, producer_epoch=1, base_sequence=4)
     b = decode_batch(raw)
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (9, 1, 4)
+
+
+def _open_files_under(path: Path) -> int:
+    n = 0
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith(str(path)):
+                n += 1
+        except OSError:
+            continue
+    return n
+
+
+def test_older_segments_hold_no_descriptor_while_idle(tmp_path: Path) -> None:
+    """Issue: each open partition held a descriptor per segment, so brokers ran out of them."""
+    log = open_log(tmp_path)
+    fill(log, 120)
+    segments = len(log.segment_base_offsets)
+    assert segments > 10
+    assert _open_files_under(log.dir) <= 3  # the active segment and its two indexes at most
+    log.close()
+
+    log = open_log(tmp_path)
+    assert _open_files_under(log.dir) <= 3
+    everything = b""
+    offset = log.log_start_offset
+    while offset < log.log_end_offset:  # a catch-up read through every segment
+        r = log.read(offset, 10_000)
+        everything += r.records
+        offset = r.next_offset
+    assert offsets_of(everything) == list(range(0, log.log_end_offset, 4))  # every batch, once
+    assert _open_files_under(log.dir) <= 3
+    fill(log, 5)  # writes and rolls go on as before
+    log.flush()
+    assert len(log.segment_base_offsets) >= segments
+    log.close()
+    assert _open_files_under(tmp_path) == 0
