@@ -57,7 +57,7 @@ from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataImage, TopicIdPartition
 from kraftpy.log.partition_metadata import write_partition_metadata
 from kraftpy.storage.atomic import fsync_dir
-from protocol.errors import Errors
+from protocol.errors import Errors, KafkaError
 from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.uuid import Uuid
 
@@ -344,22 +344,31 @@ class ReplicaMover:
         m.task = asyncio.get_running_loop().create_task(self._run(m, existing), name=f"move-{m.core.tp}")
 
     async def _run(self, m: ActiveMove, existing: bool) -> None:
-        tp = m.core.tp
         try:
             await self._open_future(m, existing)
             await self._copy(m)
         except asyncio.CancelledError:
             raise
-        except (LogDirOfflineError, LogDirResourceError) as e:
+        except LogDirResourceError as e:
+            await self._give_up(m, e)  # out of descriptors: no dir failed, the move just stops
+        except LogDirOfflineError as e:
             if m.core.running and not m.dest.online:
                 await self._drop_future(m, m.core.handle(MoveEvent.CANCEL), f"destination failed: {e}")
             elif m.core.running:
                 self._source_failed(m)
-        except Exception:
-            log.exception("replica move failed", partition=str(tp))
-            self.failed.add(m.key)
-            if m.core.running:
-                await self._drop_future(m, m.core.handle(MoveEvent.CANCEL), "the move failed")
+        except KafkaError as e:
+            if e.code is Errors.KAFKA_STORAGE_ERROR and m.core.running:
+                self._source_failed(m)  # the replica went offline (its dir failed) between two rounds
+            elif m.core.running:
+                await self._give_up(m, e)
+        except Exception as e:
+            await self._give_up(m, e)
+
+    async def _give_up(self, m: ActiveMove, e: BaseException) -> None:
+        log.error("replica move failed", partition=str(m.core.tp), error=repr(e), exc_info=e)
+        self.failed.add(m.key)
+        if m.core.running:
+            await self._drop_future(m, m.core.handle(MoveEvent.CANCEL), "the move failed")
 
     async def _open_future(self, m: ActiveMove, existing: bool) -> None:
         tp = m.core.tp
