@@ -8,7 +8,8 @@ state. A refresh asks the bootstrap addresses and every broker known so far unti
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,6 +263,25 @@ class ClusterMetadata:
             return None
         b = self.brokers.get(p.leader)
         return None if b is None else b.url
+
+    def apply_leader_hint(
+        self, topic: str, partition: int, leader: int, leader_epoch: int, endpoints: Iterable[Any] = ()
+    ) -> bool:
+        """KIP-951: a broker that no longer leads a partition named the one that does (CurrentLeader
+        and its NodeEndpoints). Taken when it is newer than what the cache holds and its address is
+        known; True then, so the caller can send again at once instead of asking Metadata first."""
+        p = self.partition(topic, partition)
+        if p is None or leader < 0 or leader_epoch <= p.leader_epoch:
+            return False
+        for ep in endpoints:
+            if ep.NodeId == leader:
+                self.brokers[leader] = BrokerInfo(ep.NodeId, ep.Host, ep.Port, ep.Rack, self._scheme)
+        if leader not in self.brokers:
+            return False
+        self.topics[topic].partitions[partition] = dataclasses.replace(
+            p, leader=leader, leader_epoch=leader_epoch
+        )
+        return True
 
     def partition_count(self, topic: str) -> int | None:
         t = self.topics.get(topic)

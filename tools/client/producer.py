@@ -88,6 +88,8 @@ class _Batch:
     base_sequence: int = NO_SEQUENCE
     attempts: int = 0
     sealed: bool = False
+    resend_now: bool = False
+    """The last answer named the partition's new leader (KIP-951): no backoff, no Metadata request."""
 
 
 DeliveryCallback = Callable[[RecordMetadata | None, KafkaError | None], None]
@@ -123,7 +125,7 @@ class Producer:
         self._closing = False
         self._started = False
         self._refreshing: asyncio.Task[None] | None = None
-        self.stats = {"batches": 0, "requests": 0, "retries": 0, "errors": 0}
+        self.stats = {"batches": 0, "requests": 0, "retries": 0, "errors": 0, "leader_hints": 0}
 
     async def __aenter__(self) -> Producer:
         await self.start()
@@ -371,8 +373,12 @@ class Producer:
                 return
             if batch.attempts:
                 self.stats["retries"] += 1
-                await asyncio.sleep(cfg.retry_backoff_ms / 1000)
-                await self._refresh_metadata(batch.topic)
+                if batch.resend_now:
+                    batch.resend_now = False
+                    self.stats["leader_hints"] += 1
+                else:
+                    await asyncio.sleep(cfg.retry_backoff_ms / 1000)
+                    await self._refresh_metadata(batch.topic)
             batch.attempts += 1
             url = self.metadata.leader_url(batch.topic, batch.partition)
             if url is None:
@@ -399,7 +405,11 @@ class Producer:
             except KafkaError as e:
                 last = e
                 continue
-            code, base_offset, message = _partition_result(resp, batch)
+            code, base_offset, message, hint = _partition_result(resp, batch)
+            if hint is not None and code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
+                batch.resend_now = self.metadata.apply_leader_hint(
+                    batch.topic, batch.partition, hint.LeaderId, hint.LeaderEpoch, resp.NodeEndpoints
+                )
             if code in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
                 self._complete(batch, base_offset if cfg.acks != 0 else -1)
                 return
@@ -527,14 +537,15 @@ class RecordFuture:
         return self.result()
 
 
-def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int, str | None]:
+def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int, str | None, Any]:
+    """(error, base offset, message, CurrentLeader or None) of the batch's partition in `resp`."""
     for t in resp.Responses:
         if t.Name != batch.topic:
             continue
         for p in t.PartitionResponses:
             if p.Index == batch.partition:
-                return as_error(p.ErrorCode), p.BaseOffset, p.ErrorMessage
-    return Errors.UNKNOWN_SERVER_ERROR, -1, "the broker's answer did not name the partition"
+                return as_error(p.ErrorCode), p.BaseOffset, p.ErrorMessage, p.CurrentLeader
+    return Errors.UNKNOWN_SERVER_ERROR, -1, "the broker's answer did not name the partition", None
 
 
 INT32_MAX = (1 << 31) - 1
