@@ -44,6 +44,7 @@ from tools.analytics.checkpoint import (
     save_checkpoint,
     write_atomically,
 )
+from tools.analytics.clusterdir import ClusterContext, discover
 from tools.analytics.errors import AnalysisError, CorruptBatchesError, CorruptSpot
 from tools.analytics.logdir import LogFiles, list_log_files
 from tools.analytics.planning import Plan, plan_ingest
@@ -81,6 +82,10 @@ DERIVED_TABLES = (
     "timeline",
     "migration",
     "migrating_replicas",
+    "failure_events",
+    "failure_leaders",
+    "broker_restarts",
+    "first_leader_waits",
 )
 # Written only for a log that shows a ZooKeeper → KRaft migration.
 MIGRATION_TABLES = ("migration_copies", "migrating_timeline")
@@ -88,6 +93,7 @@ RECORDS_PER_SHUFFLE_PARTITION = 2_000_000
 QUICK_JVM_MAX_LOG_BYTES = 64 << 20
 MIN_RANGE_BYTES = 256 * 1024
 MAX_RANGE_BYTES = 32 * 1024 * 1024
+MAX_SUMMARY_EVENTS = 400  # per failure, in summary.json (the failure_events table has them all)
 _NICE_BUCKETS_MS = (1_000, 10_000, 60_000, 300_000, 900_000, 3_600_000, 21_600_000, 86_400_000, 604_800_000)
 
 
@@ -299,7 +305,7 @@ def _bucket_ms(first: int | None, last: int | None) -> int:
     return _NICE_BUCKETS_MS[-1]
 
 
-def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
+def _derive(run: _Run, records: DataFrame, cp: Checkpoint, ctx: ClusterContext | None = None) -> None:
     from pyspark.sql import functions as F
 
     import tools.analytics.analyses as analyses
@@ -364,15 +370,26 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     brokers = run.write("brokers", tables.brokers_table(events))
     partitions = run.write("partitions", tables.partitions_table(events))
     replica_dirs = run.write("replica_dirs", tables.replica_dirs_table(partitions))
-    dir_failures = run.write("dir_failures", tables.dir_failures_table(brokers))
+    dir_failures = run.write("dir_failures", tables.dir_failures_table(brokers, records))
     leadership = run.write("leadership", tables.leadership_table(partitions, log_end))
     t = run.tick("state tables", t)
 
     leaderless = run.write("leaderless", analyses.leaderless_totals(leadership))
+    first_waits = run.write("first_leader_waits", analyses.first_leader_waits(leadership))
+    min_isr, default_min_isr = _min_isr(run, records, excluded, ctx)
     rec_parts = run.write(
-        "recovery_partitions", analyses.recovery_partitions(dir_failures, replica_dirs, partitions)
+        "recovery_partitions",
+        analyses.recovery_partitions(
+            dir_failures, replica_dirs, partitions, log_end, min_isr, default_min_isr
+        ),
     )
     recovery = run.write("recovery", analyses.recovery(dir_failures, rec_parts))
+    windows = analyses.failure_windows(recovery)
+    events_table = run.write(
+        "failure_events", analyses.failure_events(windows, rec_parts, partitions, brokers)
+    )
+    leaders_table = run.write("failure_leaders", analyses.failure_leaders(windows, partitions))
+    restarts = run.write("broker_restarts", analyses.broker_restarts(brokers))
     balance = run.write("dir_balance", analyses.dir_balance(replica_dirs, partitions, brokers))
     run.write("record_mix", analyses.record_mix(records, _bucket_ms(s.first_timestamp, s.last_timestamp)))
     run.write("timeline", analyses.timeline(leadership, replica_dirs, brokers))
@@ -393,29 +410,226 @@ def _derive(run: _Run, records: DataFrame, cp: Checkpoint) -> None:
     )
     assert counts_row is not None
     s.topics, s.brokers, s.partitions = (int(v or 0) for v in counts_row)
-    s.dir_failures = [
-        DirFailure(
-            broker_id=int(r["broker_id"]),
-            directory=r["directory"],
-            offset=int(r["failure_offset"]),
-            timestamp=int(r["failure_timestamp"]),
-            affected_partitions=int(r["affected_partitions"]),
-            leaders_lost=int(r["leaders_lost"]),
-            unrecovered_partitions=int(r["unrecovered_partitions"]),
-            recovery_latency_ms=None if r["recovery_latency_ms"] is None else int(r["recovery_latency_ms"]),
-            back_online_timestamp=None if r["back_timestamp"] is None else int(r["back_timestamp"]),
-        )
-        for r in recovery.collect()
-    ]
+    s.dir_failures = _dir_failures(recovery, events_table, leaders_table, ctx)
     lt = leaderless.agg(F.count("*"), F.sum("total_ms"), F.sum(F.col("still_leaderless").cast("int"))).first()
     assert lt is not None
     s.leaderless_partitions, s.leaderless_total_ms, s.still_leaderless = (int(v or 0) for v in lt)
+    fw = first_waits.agg(F.count("*"), F.max("wait_ms")).first()
+    assert fw is not None
+    s.waiting_for_first_leader, s.first_leader_longest_ms = int(fw[0] or 0), _opt_int(fw[1])
+    s.first_leader_grace_ms = analyses.FIRST_LEADER_GRACE_MS
+    s.broker_restarts = [_restart(r) for r in restarts.collect()]
+    if ctx is not None:
+        s.dirs = {k: v.to_dict() for k, v in sorted(ctx.dirs.items())}
+        s.dir_names_source = ctx.source
+        s.notices.extend(ctx.notices)
     s.dir_balance = [
         {k: r[k] for k in ("broker_id", "directory", "replicas", "leaders", "online", "broker_state")}
         for r in balance.collect()
     ]
     _remove(run.staged.pop("_events"))
     run.tick("summary", t)
+
+
+def _min_isr(
+    run: _Run, records: DataFrame, excluded: list[tuple[int, int | None]], ctx: ClusterContext | None
+) -> tuple[DataFrame | None, int | None]:
+    """min.insync.replicas per topic name (ConfigRecords, as at log end) and the default for the others:
+    the cluster-wide dynamic config, else the brokers' config files of the cluster work dir, else
+    unknown (None). Summary.min_isr_source says which."""
+    import tools.analytics.tables as tables
+
+    per_topic: dict[str, int | None] = {}
+    cluster_default: int | None = None
+    for r in tables.min_isr_configs(records, excluded).collect():
+        value = int(r["value"]) if r["value"] is not None and str(r["value"]).isdigit() else None
+        if r["resource_type"] == tables.TOPIC_RESOURCE:
+            per_topic[r["resource_name"]] = value
+        elif r["resource_type"] == tables.BROKER_RESOURCE and not r["resource_name"]:
+            cluster_default = value
+    topics = {k: v for k, v in per_topic.items() if v is not None}
+    sources = []
+    if topics:
+        sources.append(f"topic configs (ConfigRecord) of {', '.join(sorted(topics))}")
+    default, what = cluster_default, "the cluster-wide config (ConfigRecord)"
+    if default is None and ctx is not None and ctx.static_min_isr is not None:
+        default, what = ctx.static_min_isr, f"the brokers' config files in {ctx.work_dir}"
+    if default is not None:
+        sources.append(f"{'other topics: ' if topics else ''}min.insync.replicas={default} from {what}")
+    run.summary.min_isr_source = "; ".join(sources) or None
+    if not topics:
+        return None, default
+    df = run.spark.createDataFrame(sorted(topics.items()), "topic string, min_isr int")
+    return df, default
+
+
+def _dir_failures(
+    recovery: DataFrame, events: DataFrame, leaders: DataFrame, ctx: ClusterContext | None
+) -> list[DirFailure]:
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    by_failure = Window.partitionBy("failure_seq", "directory").orderBy("seq", "kind")
+    ev_rows = (
+        events.withColumn("n", F.row_number().over(by_failure))
+        .filter(F.col("n") <= MAX_SUMMARY_EVENTS)
+        .orderBy("failure_seq", "directory", "seq", "kind")
+        .collect()
+    )
+    per_events: dict[tuple[int, str], list[Any]] = {}
+    for e in ev_rows:
+        per_events.setdefault((int(e["failure_seq"]), e["directory"]), []).append(e)
+    per_leaders: dict[tuple[int, str], dict[str, dict[str, int]]] = {}
+    for r in leaders.collect():
+        point = per_leaders.setdefault((int(r["failure_seq"]), r["directory"]), {}).setdefault(r["point"], {})
+        point[str(r["leader"])] = int(r["partitions"])
+    out = []
+    for r in recovery.collect():
+        ts = int(r["failure_timestamp"])
+        key = (int(r["failure_seq"]), r["directory"])
+        name = ctx.dirs.get(r["directory"]) if ctx is not None else None
+        f = DirFailure(
+            broker_id=int(r["broker_id"]),
+            directory=r["directory"],
+            offset=int(r["failure_offset"]),
+            timestamp=ts,
+            affected_partitions=int(r["affected_partitions"]),
+            leaders_lost=int(r["leaders_lost"]),
+            unrecovered_partitions=int(r["unrecovered_partitions"]),
+            recovery_latency_ms=_opt_int(r["recovery_latency_ms"]),
+            back_online_timestamp=_opt_int(r["back_timestamp"]),
+            group_start_offset=_opt_int(r["group_start_offset"]),
+            partitions_with_new_leader=int(r["partitions_with_new_leader"]),
+            leader_moves=int(r["leader_moves"]),
+            last_leader_move_ms=None
+            if r["last_leader_move_timestamp"] is None
+            else int(r["last_leader_move_timestamp"]) - ts,
+            isr_shrunk=int(r["isr_shrunk"]),
+            not_in_sync=int(r["not_in_sync"]),
+            back_in_sync_ms=_opt_int(r["back_in_sync_ms"]),
+            min_isr_known=bool(r["min_isr_known"]),
+            under_min_isr_partitions=int(r["under_min_isr_partitions"]),
+            under_min_isr_ms=_opt_int(r["under_min_isr_ms"]) if r["min_isr_known"] else None,
+            detected_timestamp=ctx.detected(int(r["broker_id"]), r["directory"], ts)
+            if ctx is not None
+            else None,
+            path=name.path if name is not None else None,
+            label=name.label if name is not None else None,
+            leaders_per_broker=per_leaders.get(key, {}),
+        )
+        f.events = _timeline(f, r, per_events.get(key, []))
+        out.append(f)
+    return out
+
+
+def _event(
+    kind: str, ts: int, f: DirFailure, detail: str, offset: int | None = None, source: str = "metadata"
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "timestamp": ts,
+        "ms": ts - f.timestamp,
+        "offset": offset,
+        "detail": detail,
+        "source": source,
+    }
+
+
+def _timeline(f: DirFailure, r: Any, rows: list[Any]) -> list[dict[str, Any]]:
+    """The failure's story in time order: what the brokers' logs and the metadata log say happened."""
+    dir_name = f.label or f.directory
+    events = []
+    if f.detected_timestamp is not None:
+        events.append(
+            _event(
+                "broker noticed",
+                f.detected_timestamp,
+                f,
+                f'broker {f.broker_id}\'s log: "log dir failed" for {dir_name}',
+                source="broker log",
+            )
+        )
+    end = _opt_int(r["group_end_seq"])
+    group = (
+        f"the batch of offsets {f.group_start_offset}..{end}"
+        if f.group_start_offset is not None and end is not None and end >= 0
+        else "its batch"
+    )
+    events.append(
+        _event(
+            "dir offline",
+            f.timestamp,
+            f,
+            f"BrokerRegistrationChangeRecord of broker {f.broker_id} without {dir_name}",
+            f.offset,
+        )
+    )
+    events.append(
+        _event(
+            "controller committed",
+            f.timestamp,
+            f,
+            f"the controller appended {group} holding it (the batch's append time)",
+            f.group_start_offset,
+        )
+    )
+    for e in rows:
+        if e["kind"] == "dirs changed" and int(e["offset"]) == f.offset:
+            continue  # the failure record itself
+        events.append(_event(e["kind"], int(e["timestamp"]), f, e["detail"], int(e["offset"])))
+    if f.recovery_latency_ms is not None and f.affected_partitions:
+        events.append(
+            _event(
+                "all led again",
+                f.timestamp + f.recovery_latency_ms,
+                f,
+                f"every partition with a replica in {dir_name} has a leader",
+                _opt_int(r["all_recovered_seq"]),
+            )
+        )
+    if f.back_online_timestamp is not None:
+        events.append(
+            _event(
+                "dir back",
+                f.back_online_timestamp,
+                f,
+                f"broker {f.broker_id} lists {dir_name} again",
+                _opt_int(r["back_seq"]),
+            )
+        )
+    if f.back_in_sync_ms is not None and f.affected_partitions:
+        events.append(
+            _event(
+                "back in sync",
+                f.timestamp + f.back_in_sync_ms,
+                f,
+                "every partition hit is back in sync, the failed replicas in their ISR again",
+                _opt_int(r["all_in_sync_seq"]),
+            )
+        )
+    order = {"broker noticed": 0, "dir offline": 1, "controller committed": 2}
+    events.sort(
+        key=lambda e: (
+            e["timestamp"],
+            e["offset"] if e["offset"] is not None else -1,
+            order.get(e["kind"], 3),
+        )
+    )
+    return events
+
+
+def _restart(r: Any) -> dict[str, Any]:
+    return {
+        "broker_id": int(r["broker_id"]),
+        "offset": int(r["offset"]),
+        "timestamp": int(r["timestamp"]),
+        "previous_epoch": _opt_int(r["previous_epoch"]),
+        "epoch": _opt_int(r["epoch"]),
+        "new_incarnation": bool(r["new_incarnation"]),
+        "state_before": r["state_before"],
+        "dirs_missing": list(r["dirs_missing"] or []),
+        "dirs_added": list(r["dirs_added"] or []),
+    }
 
 
 def _migration(
@@ -505,6 +719,7 @@ def run_analysis(
     full: bool = False,
     range_bytes: int | None = None,
     report: bool = True,
+    dirs_file: str | Path | None = None,
 ) -> Summary:
     """Ingest the metadata log at `logdir` into `out` (incrementally) and analyse it.
 
@@ -514,6 +729,7 @@ def run_analysis(
     """
     t0 = time.perf_counter()
     files = list_log_files(logdir)
+    ctx = discover(files.directory, dirs_file)
     out = Path(out).resolve()
     if out.exists() and not out.is_dir():
         raise AnalysisError(f"--out {out} exists and is not a directory")
@@ -524,7 +740,7 @@ def run_analysis(
     except OSError as e:
         raise AnalysisError(f"cannot create --out {out}: {e.strerror or e}") from None
     try:
-        return _run(files, out, t0, master, skip_corrupt, full, range_bytes, report)
+        return _run(files, out, t0, master, skip_corrupt, full, range_bytes, report, ctx)
     except BaseException:
         if created and not (out / CHECKPOINT_FILE).exists():
             _remove(out)  # a failed first run leaves nothing behind
@@ -540,6 +756,7 @@ def _run(
     full: bool,
     range_bytes: int | None,
     report: bool,
+    ctx: ClusterContext | None = None,
 ) -> Summary:
     from tools.analytics.session import open_session
 
@@ -609,7 +826,7 @@ def _run(
         total_records = sum(i.records for i in cp.ingests)
         with _shuffle_partitions(spark, _partitions_for(total_records, parallelism)):
             try:
-                _derive(run, records, cp)
+                _derive(run, records, cp, ctx)
                 run.commit_tables()
             finally:
                 _remove(run.staging)
@@ -690,6 +907,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--range-bytes", type=int, metavar="N", help="bytes per decoding task (default: automatic)"
     )
     p.add_argument("--no-report", action="store_true", help="skip report.html")
+    p.add_argument(
+        "--dirs",
+        metavar="FILE",
+        help='names for directory ids: JSON {id: {"path": ..., "label": ...}} (default: found in the '
+        "kraftpy cluster work dir above LOGDIR, if any; else the report shows ids)",
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> Summary:
@@ -703,6 +926,7 @@ def run_from_args(args: argparse.Namespace) -> Summary:
         full=args.full,
         range_bytes=args.range_bytes,
         report=not args.no_report,
+        dirs_file=getattr(args, "dirs", None),
     )
 
 
@@ -715,9 +939,11 @@ def describe(summary: Summary) -> list[str]:
     ]
     for f in summary.dir_failures:
         lat = "not recovered" if f.recovery_latency_ms is None else f"recovered in {f.recovery_latency_ms} ms"
+        sync = "not back in sync" if f.back_in_sync_ms is None else f"back in sync in {f.back_in_sync_ms} ms"
+        name = f"{f.label} ({f.directory})" if f.label else f.directory
         lines.append(
-            f"dir failure: broker {f.broker_id} dir {f.directory} at offset {f.offset}: "
-            f"{f.affected_partitions} partitions affected, {f.leaders_lost} leaders lost, {lat}"
+            f"dir failure: broker {f.broker_id} dir {name} at offset {f.offset}: "
+            f"{f.affected_partitions} partitions affected, {f.leaders_lost} leaders lost, {lat}, {sync}"
         )
     if summary.leaderless_partitions:
         lines.append(

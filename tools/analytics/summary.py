@@ -8,15 +8,36 @@ from typing import Any
 
 @dataclass(slots=True)
 class DirFailure:
+    """One dir going offline in the metadata (a BrokerRegistrationChangeRecord without it), and what it did.
+
+    Leaders are counted from the partition states before the failure's record group (its batch): the
+    controller writes the PartitionChangeRecords that move leadership off the dir before the
+    registration change, in the same batch."""
+
     broker_id: int
     directory: str
     offset: int
-    timestamp: int
-    affected_partitions: int
-    leaders_lost: int
+    timestamp: int  # the failure record's: its batch's append time on the controller
+    affected_partitions: int  # partitions with a replica in the dir
+    leaders_lost: int  # of those, led by the failed replica before the failure's batch
     unrecovered_partitions: int
-    recovery_latency_ms: int | None  # None while some affected partition never had a leader again
+    recovery_latency_ms: int | None  # until all had a leader again; None while one never did
     back_online_timestamp: int | None
+    group_start_offset: int | None = None  # first offset of the failure's batch (its record group)
+    partitions_with_new_leader: int = 0  # affected partitions that got another leader
+    leader_moves: int = 0
+    last_leader_move_ms: int | None = None  # from the failure record
+    isr_shrunk: int = 0  # affected partitions whose ISR lost the failed replica
+    not_in_sync: int = 0  # of those, not in sync again at log end
+    back_in_sync_ms: int | None = None  # until the last leader move or ISR restoration it caused
+    min_isr_known: bool = False
+    under_min_isr_partitions: int = 0
+    under_min_isr_ms: int | None = None  # the longest one partition stayed under; None when unknown
+    detected_timestamp: int | None = None  # the broker's "log dir failed" line, when its log was found
+    path: str | None = None  # the dir's path and label, when known (see Summary.dir_names_source)
+    label: str | None = None
+    leaders_per_broker: dict[str, dict[str, int]] = field(default_factory=dict)  # point -> broker -> n
+    events: list[dict[str, Any]] = field(default_factory=list)  # the timeline, in order
 
 
 @dataclass(slots=True)
@@ -139,9 +160,20 @@ class Summary:
     topics: int = 0
     partitions: int = 0
     dir_failures: list[DirFailure] = field(default_factory=list)
-    leaderless_partitions: int = 0  # partitions that were ever without a leader
+    leaderless_partitions: int = 0  # partitions that were ever without a leader (creation waits aside)
     leaderless_total_ms: int = 0
     still_leaderless: int = 0
+    # Partitions created without a leader (waiting for their first); only a wait over the grace
+    # counts in leaderless_partitions too.
+    waiting_for_first_leader: int = 0
+    first_leader_longest_ms: int | None = None
+    first_leader_grace_ms: int = 0
+    broker_restarts: list[dict[str, Any]] = field(default_factory=list)
+    # directory id -> {"path", "label", "broker"}: from --dirs or the cluster's work dir (the metadata
+    # log knows ids only); dir_names_source says where they came from.
+    dirs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    dir_names_source: str | None = None
+    min_isr_source: str | None = None
     dir_balance: list[dict[str, Any]] = field(default_factory=list)
     tables: dict[str, str] = field(default_factory=dict)
     report: str | None = None

@@ -3,7 +3,10 @@
 `LogWriter` appends KRaft batches to `<base offset>.log` segments the way a controller's log grows.
 `dir_failure_batches` is a small cluster story with one directory failure and its recovery;
 `write_large_log` a long log with a realistic mix (mostly NoOps, bursts of partition changes);
-`migration_batches` a ZooKeeper → KRaft migration (KIP-866) from PRE_MIGRATION to POST_MIGRATION.
+`migration_batches` a ZooKeeper → KRaft migration (KIP-866) from PRE_MIGRATION to POST_MIGRATION;
+`failover_batches` a dir failure written the way our controller writes it (leaders and ISRs moved off
+the dir in the batch of the registration change, before it), with the broker's restart and catch-up,
+and `write_cluster_work_dir` what `kraftpy cluster` leaves around such a log (configs, brokers' logs).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import (
     BrokerRegistrationChangeRecord,
+    ConfigRecord,
     FeatureLevelRecord,
     NoOpRecord,
     PartitionChangeRecord,
@@ -537,3 +541,217 @@ def write_migration_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> Migr
     batches, story = migration_batches(t0)
     LogWriter(metadata_dir / PARTITION_DIR).append_all(batches)
     return story
+
+
+@dataclass(frozen=True)
+class FailoverStory:
+    """What `failover_batches` writes, for assertions."""
+
+    t0: int
+    failed_broker: int
+    failed_dir: Uuid
+    dirs: dict[int, tuple[Uuid, Uuid]]  # broker -> (d0, d1)
+    batch_offset: int  # first offset of the failure's batch
+    failure_offset: int  # the BrokerRegistrationChangeRecord, last in that batch
+    failure_ms: int
+    second_move_ms: int  # p0's leader moves again
+    restart_ms: int  # broker 1 registers again (new epoch and incarnation)
+    in_sync_ms: int  # the failed replicas back in their ISRs
+    creation_wait_ms: int  # the orders partitions' wait for their first leader
+    stuck_created_ms: int  # "stuck"'s partition: created leaderless, never led
+    topic_id: Uuid
+
+
+def failover_batches(t0: int = 1_700_000_000_000) -> tuple[Batches, FailoverStory]:
+    """Brokers 1-3 with dirs d0 and d1; topic "orders" (min.insync.replicas=2) created leaderless, led
+    124 ms later: p0 [1,2,3] led by 1 on b1/d0, p1 [2,1] led by 2 (1 on b1/d0), p2 [3,2,1] (1 on b1/d1).
+    b1/d0 fails: in one batch the controller moves p0's leadership to 2 and takes 1 out of p0's and p1's
+    ISRs, then writes the BrokerRegistrationChangeRecord. p0's leader moves on to 3 half a second later;
+    broker 1 goes through a controlled shutdown, is fenced, registers again with both dirs, is unfenced,
+    and its replicas rejoin the ISRs 6 s after the failure. p1 (RF 2) is under min ISR for those 6 s.
+    Topic "stuck" has a partition created without a leader that never gets one (over the grace)."""
+    dirs = {b: (uuid_of(f"b{b}d0"), uuid_of(f"b{b}d1")) for b in (1, 2, 3)}
+    orders, stuck = uuid_of("topic-orders"), uuid_of("topic-stuck")
+    out: Batches = [(t0, [amv(FeatureLevelRecord(Name="metadata.version", FeatureLevel=MV_3_9))])]
+    for b in (1, 2, 3):
+        out.append((t0 + 100 * b, [_register(b, 10 + b, list(dirs[b]))]))
+        out.append(
+            (
+                t0 + 100 * b + 50,
+                [amv(BrokerRegistrationChangeRecord(BrokerId=b, BrokerEpoch=10 + b, Fenced=-1), 2)],
+            )
+        )
+    out.append(
+        (
+            t0 + 1000,
+            [amv(ConfigRecord(ResourceType=2, ResourceName="orders", Name="min.insync.replicas", Value="2"))],
+        )
+    )
+    layout = [
+        (0, [1, 2, 3], [dirs[1][0], dirs[2][0], dirs[3][0]], 1),
+        (1, [2, 1], [dirs[2][1], dirs[1][0]], 2),
+        (2, [3, 2, 1], [dirs[3][0], dirs[2][0], dirs[1][1]], 3),
+    ]
+    created = t0 + 2000
+    out.append(
+        (
+            created,
+            [amv(TopicRecord(Name="orders", TopicId=orders))]
+            + [
+                amv(
+                    PartitionRecord(
+                        PartitionId=p,
+                        TopicId=orders,
+                        Replicas=r,
+                        Isr=list(r),
+                        Leader=-1,
+                        LeaderEpoch=0,
+                        PartitionEpoch=0,
+                        Directories=d,
+                    ),
+                    1,
+                )
+                for p, r, d, _ in layout
+            ],
+        )
+    )
+    wait = 124
+    out.append(
+        (
+            created + wait,
+            [
+                amv(PartitionChangeRecord(PartitionId=p, TopicId=orders, Leader=lead), 1)
+                for p, _, _, lead in layout
+            ],
+        )
+    )
+    stuck_ms = t0 + 3000
+    out.append(
+        (
+            stuck_ms,
+            [
+                amv(TopicRecord(Name="stuck", TopicId=stuck)),
+                amv(
+                    PartitionRecord(
+                        PartitionId=0,
+                        TopicId=stuck,
+                        Replicas=[3],
+                        Isr=[3],
+                        Leader=-1,
+                        LeaderEpoch=0,
+                        PartitionEpoch=0,
+                        Directories=[dirs[3][1]],
+                    ),
+                    1,
+                ),
+            ],
+        )
+    )
+    out += [(t0 + 4000 + 1000 * i, [amv(NoOpRecord())]) for i in range(5)]
+    batch_offset = _end_offset(out)
+    fail = t0 + 10_000
+    out.append(
+        (
+            fail,
+            [
+                amv(PartitionChangeRecord(PartitionId=0, TopicId=orders, Leader=2, Isr=[2, 3]), 1),
+                amv(PartitionChangeRecord(PartitionId=1, TopicId=orders, Isr=[2]), 1),
+                amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, LogDirs=[dirs[1][1]]), 2),
+            ],
+        )
+    )
+    failure_offset = _end_offset(out) - 1
+    move = fail + 500
+    out.append((move, [amv(PartitionChangeRecord(PartitionId=0, TopicId=orders, Leader=3), 1)]))
+    out += [(fail + 1000 * i, [amv(NoOpRecord())]) for i in (1, 2)]
+    out.append(
+        (
+            fail + 3000,
+            [
+                amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, InControlledShutdown=1), 2),
+                amv(PartitionChangeRecord(PartitionId=2, TopicId=orders, Isr=[3, 2]), 1),
+            ],
+        )
+    )
+    out.append((fail + 3500, [amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=11, Fenced=1), 2)]))
+    restart = fail + 5000
+    out.append((restart, [_register(1, 50, list(dirs[1]))]))
+    out.append((fail + 5500, [amv(BrokerRegistrationChangeRecord(BrokerId=1, BrokerEpoch=50, Fenced=-1), 2)]))
+    in_sync = fail + 6000
+    out.append(
+        (
+            in_sync,
+            [
+                amv(PartitionChangeRecord(PartitionId=0, TopicId=orders, Isr=[3, 2, 1]), 1),
+                amv(PartitionChangeRecord(PartitionId=1, TopicId=orders, Isr=[2, 1]), 1),
+                amv(PartitionChangeRecord(PartitionId=2, TopicId=orders, Isr=[3, 2, 1]), 1),
+            ],
+        )
+    )
+    out += [(in_sync + 1000 * i, [amv(NoOpRecord())]) for i in (1, 2, 3)]
+    story = FailoverStory(
+        t0=t0,
+        failed_broker=1,
+        failed_dir=dirs[1][0],
+        dirs=dirs,
+        batch_offset=batch_offset,
+        failure_offset=failure_offset,
+        failure_ms=fail,
+        second_move_ms=move,
+        restart_ms=restart,
+        in_sync_ms=in_sync,
+        creation_wait_ms=wait,
+        stuck_created_ms=stuck_ms,
+        topic_id=orders,
+    )
+    return out, story
+
+
+def write_failover_log(metadata_dir: Path, t0: int = 1_700_000_000_000) -> FailoverStory:
+    batches, story = failover_batches(t0)
+    LogWriter(metadata_dir / PARTITION_DIR).append_all(batches)
+    return story
+
+
+def write_cluster_work_dir(work: Path, story: FailoverStory, *, noticed_before_ms: int = 40) -> Path:
+    """The story's log where `kraftpy cluster` keeps the active controller's (controller-3000/meta), with
+    what `cluster down` leaves beside it: each broker's config (log.dirs, min.insync.replicas) and log
+    ("broker started" with its dirs' paths and ids; broker 1's "log dir failed" `noticed_before_ms`
+    before the controller's batch). Returns the metadata dir."""
+    import datetime as dt
+    import json
+
+    def iso(ms: int) -> str:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f") + "Z"
+
+    (work / "config").mkdir(parents=True, exist_ok=True)
+    (work / "logs").mkdir(parents=True, exist_ok=True)
+    for b, ids in story.dirs.items():
+        paths = [str(work / f"broker-{b}" / f"logs-{i}") for i in range(len(ids))]
+        (work / "config" / f"broker-{b}.properties").write_text(
+            f"node.id={b}\nprocess.roles=broker\nlog.dirs={','.join(paths)}\nmin.insync.replicas=2\n"
+        )
+        lines = [
+            {
+                "broker_id": b,
+                "log_dirs": {p: str(i) for p, i in zip(paths, ids, strict=True)},
+                "event": "broker started",
+                "level": "info",
+                "timestamp": iso(story.t0 + 100 * b - 20),
+            }
+        ]
+        if b == story.failed_broker:
+            lines.append(
+                {
+                    "path": paths[0],
+                    "dir_id": str(story.failed_dir),
+                    "error": "OSError(5, 'Input/output error')",
+                    "event": "log dir failed",
+                    "level": "error",
+                    "timestamp": iso(story.failure_ms - noticed_before_ms),
+                }
+            )
+        (work / "logs" / f"broker-{b}.log").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    meta = work / "controller-3000" / "meta"
+    LogWriter(meta / PARTITION_DIR).append_all(failover_batches(story.t0)[0])
+    return meta

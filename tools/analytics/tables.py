@@ -38,6 +38,10 @@ TRANSACTION_MARKERS = (BEGIN_TRANSACTION, END_TRANSACTION, ABORT_TRANSACTION)
 ZK_MIGRATION_STATE = 21
 ZK_MIGRATION_STATES = {0: "NONE", 1: "MIGRATION", 2: "PRE_MIGRATION", 3: "POST_MIGRATION"}
 REGISTER_CONTROLLER = 27
+CONFIG = 4
+TOPIC_RESOURCE = 2
+BROKER_RESOURCE = 4
+MIN_ISR = "min.insync.replicas"
 COPY_TRANSACTION = "ZK Migration"  # BeginTransactionRecord.Name of the copy of ZooKeeper's metadata
 ZK_BROKER = "ZooKeeper broker in migration mode"
 KRAFT_BROKER = "KRaft broker"
@@ -269,8 +273,15 @@ def brokers_table(events: DataFrame) -> DataFrame:
     )
 
 
-def dir_failures_table(brokers: DataFrame) -> DataFrame:
-    """A BrokerRegistrationChangeRecord whose LogDirs leaves out a dir the registration listed: it went offline."""
+def dir_failures_table(brokers: DataFrame, records: DataFrame | None = None) -> DataFrame:
+    """A BrokerRegistrationChangeRecord whose LogDirs leaves out a dir the registration listed: it went offline.
+
+    With `records`, each failure also gets the record group that carries it (`group_start_seq`,
+    `group_start_offset`, `group_end_seq`): the run of consecutive records with the failure's timestamp
+    around it, which holds its whole batch. The controller writes the PartitionChangeRecords that take
+    the dir's replicas out of leadership and ISR in the same batch, before the registration change;
+    the state before the group is the state the failure hit.
+    """
     w = Window.partitionBy("broker_id", "registration").orderBy("seq")
     df = brokers.withColumn("previous_dirs", F.lag("log_dirs").over(w))
     df = df.filter(
@@ -307,7 +318,36 @@ def dir_failures_table(brokers: DataFrame) -> DataFrame:
         .agg(F.min("b_seq").alias("back_seq"), F.min_by("b_ts", "b_seq").alias("back_timestamp"))
     )
     df = df.join(back, ["broker_id", "directory", "seq"], "left")
+    if records is not None:
+        df = df.join(record_groups(df.select("seq", "timestamp").distinct(), records), "seq", "left")
     return _with_time(df, "timestamp", "back_timestamp").orderBy("seq", "directory")
+
+
+def record_groups(points: DataFrame, records: DataFrame) -> DataFrame:
+    """For each (seq, timestamp) of `points` (a few rows): the run of consecutive records (by seq) that
+    share its timestamp, as `group_start_seq`, `group_start_offset` and `group_end_seq`.
+
+    A batch's records all carry its timestamp, so the run holds the whole batch, and any batch appended
+    right before or after it in the same millisecond. Found with an equi-join on the timestamp: a run is
+    contiguous while the distance in seq from the point equals the rank of the record counted from it."""
+    p = F.broadcast(points.select(F.col("seq").alias("p_seq"), F.col("timestamp").alias("p_ts")))
+    r = records.select("seq", "offset", "timestamp")
+    same = r.join(p, r.timestamp == p.p_ts).select("p_seq", "seq", "offset")
+    down = Window.partitionBy("p_seq").orderBy(F.desc("seq"))
+    up = Window.partitionBy("p_seq").orderBy("seq")
+    before = same.filter(F.col("seq") <= F.col("p_seq")).withColumn("rank", F.row_number().over(down))
+    after = same.filter(F.col("seq") >= F.col("p_seq")).withColumn("rank", F.row_number().over(up))
+    start = (
+        before.filter(F.col("p_seq") - F.col("seq") == F.col("rank") - 1)
+        .groupBy("p_seq")
+        .agg(F.min("seq").alias("group_start_seq"), F.min_by("offset", "seq").alias("group_start_offset"))
+    )
+    end = (
+        after.filter(F.col("seq") - F.col("p_seq") == F.col("rank") - 1)
+        .groupBy("p_seq")
+        .agg(F.max("seq").alias("group_end_seq"))
+    )
+    return start.join(end, "p_seq", "outer").withColumnRenamed("p_seq", "seq")
 
 
 # ---------------------------------------------------------------------------------------------- partitions
@@ -489,8 +529,9 @@ def _change_points(partitions: DataFrame, flag: str) -> DataFrame:
     )
 
 
-def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
-    """Group consecutive states (by state_index) of a key with the same `value` into intervals."""
+def _islands(df: DataFrame, key: list[str], value: str, first: tuple[str, ...] = ()) -> DataFrame:
+    """Group consecutive states (by state_index) of a key with the same `value` into intervals; the
+    columns in `first` are taken from the interval's first state (as `start_<name>`)."""
     w = Window.partitionBy(*key).orderBy("state_index")
     prev_idx = F.lag("state_index").over(w)
     prev_val = F.lag(value).over(w)
@@ -507,6 +548,7 @@ def _islands(df: DataFrame, key: list[str], value: str) -> DataFrame:
             F.max_by("end_offset", "state_index").alias("end_offset"),
             F.max_by("end_timestamp", "state_index").alias("end_timestamp"),
             F.count("*").alias("records"),
+            *[F.min_by(c, "seq").alias(f"start_{c}") for c in first],
         )
         .drop("_island")
     )
@@ -558,7 +600,12 @@ def replica_dirs_table(partitions: DataFrame) -> DataFrame:
 
 
 def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame:
-    """Per partition, intervals with a leader and without one (leader -1); removal ends the last."""
+    """Per partition, intervals with a leader and without one (leader -1); removal ends the last.
+
+    `first_leader_wait` marks a leaderless interval that a PartitionRecord of the log (not of a
+    snapshot) opened: a partition created without a leader (as the controller creates them until a
+    broker has placed its replica), waiting for its first one.
+    """
     df = _change_points(partitions, "sets_leader").withColumn(
         "leadership",
         F.when(F.col("deleted"), "deleted")
@@ -566,11 +613,17 @@ def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame
         .when(F.col("leader") == NO_LEADER, "leaderless")
         .otherwise("unknown"),
     )
-    df = _islands(df, ["topic", "topic_id", "partition_id"], "leadership").filter(
+    df = _islands(df, ["topic", "topic_id", "partition_id"], "leadership", first=("record_type",)).filter(
         F.col("leadership") != "deleted"
     )
     df = df.withColumn("has_leader", F.col("leadership") == "leader").withColumn(
         "open", F.col("end_seq").isNull()
+    )
+    df = df.withColumn(
+        "first_leader_wait",
+        (F.col("leadership") == "leaderless")
+        & (F.col("start_record_type") == "PartitionRecord")
+        & (F.col("start_seq") >= 0),
     )
     df = df.withColumn(
         "duration_ms", F.coalesce("end_timestamp", F.lit(log_end_timestamp)) - F.col("start_timestamp")
@@ -593,6 +646,26 @@ def leadership_table(partitions: DataFrame, log_end_timestamp: int) -> DataFrame
         "open",
         "duration_ms",
         "records",
+        "first_leader_wait",
+    )
+
+
+def min_isr_configs(records: DataFrame, excluded: list[tuple[int, int | None]]) -> DataFrame:
+    """Every ConfigRecord that sets (or, with a null value, removes) min.insync.replicas, in log order:
+    on a topic (resource type 2, by name) or a broker (type 4; the empty name is the cluster default)."""
+    cfg = metadata_events(records.filter(F.col("type") == CONFIG), excluded)
+    return (
+        _of_type(cfg, CONFIG, "ResourceType int, ResourceName string, Name string, Value string")
+        .filter(F.col("r.Name") == MIN_ISR)
+        .select(
+            "seq",
+            "offset",
+            "timestamp",
+            F.col("r.ResourceType").alias("resource_type"),
+            F.col("r.ResourceName").alias("resource_name"),
+            F.col("r.Value").alias("value"),
+        )
+        .orderBy("seq")
     )
 
 
