@@ -12,7 +12,7 @@ import pytest
 
 from kraftpy.image import MetadataDelta, MetadataImage
 from protocol.record_batch import iter_batch_positions, iter_batches, metadata_records
-from tests.analytics.conftest import table
+from tests.analytics.conftest import assert_self_contained, table
 from tools.analytics.job import DERIVED_TABLES, RECORDS, REPORT_FILE, SUMMARY_FILE
 from tools.analytics.logdir import list_log_files
 from tools.analytics.summary import Summary
@@ -155,7 +155,7 @@ def test_dir_failure_recovery_latency_and_incremental_rerun(tmp_path: Path, spar
     html = (out / REPORT_FILE).read_text()
     assert html.count("<svg") >= 4  # failure window, whole log, balance, record mix
     assert str(story.failed_dir) in html and "31.00 s" in html
-    assert "<script" not in html and "src=" not in html  # self-contained
+    assert_self_contained(html)  # inline plotly.js and SVG, nothing fetched
 
 
 def test_corrupt_batch_fails_clearly_or_is_skipped(

@@ -1,6 +1,6 @@
-"""A dir failure as a post-mortem needs it: leaders lost counted from before the failure's batch, the
-time until back in sync, creation waits apart from leaderless time, dirs by path and label, the
-timeline with the broker's restart, min ISR."""
+"""The report as a post-mortem of a dir failure: leaders lost counted from before the failure's batch,
+the time until back in sync, creation waits apart from leaderless time, dirs by path and label,
+the timeline with the broker's restart, min ISR, and one file that needs no network."""
 
 from __future__ import annotations
 
@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from tests.analytics.conftest import table
+from tests.analytics.conftest import assert_self_contained, table
 from tools.analytics.analyses import FIRST_LEADER_GRACE_MS
 from tools.analytics.clusterdir import discover, find_work_dir, load_dirs_file
 from tools.analytics.errors import AnalysisError
-from tools.analytics.job import SUMMARY_FILE
+from tools.analytics.job import REPORT_FILE, SUMMARY_FILE
 from tools.analytics.summary import Summary
 from tools.analytics.synthetic import (
     FailoverStory,
     failover_batches,
+    uuid_of,
     write_cluster_work_dir,
     write_dir_failure_log,
 )
@@ -132,6 +133,37 @@ def test_topic_creation_is_not_leaderless_time(
 
 @pytest.mark.spark
 @pytest.mark.real
+def test_the_report_names_dirs_and_is_one_file(failover: tuple[FailoverStory, Path, Path]) -> None:
+    story, work, out = failover
+    s = summary_of(out)
+    assert s.dir_names_source is not None and str(work) in s.dir_names_source
+    assert {d["label"] for d in s.dirs.values()} == {f"b{b}/d{i}" for b in (1, 2, 3) for i in (0, 1)}
+    [f] = s.dir_failures
+    path = str(work / "broker-1" / "logs-0")
+    assert (f.label, f.path) == ("b1/d0", path)
+    page = (out / REPORT_FILE).read_text()
+    assert_self_contained(page)
+    assert [p.name for p in out.iterdir() if p.suffix == ".html"] == [REPORT_FILE]
+    for text in (
+        "Broker 1, dir b1/d0 at offset",
+        path,
+        str(story.failed_dir),
+        "broker restarted",
+        "registered again: epoch 11 -&gt; 50",
+        "back in sync",
+        "6.00 s",
+        "waiting for first leader",
+        "Leaders per broker",
+        "1 partition, longest 6.00 s",  # under min ISR
+        "broker 2 / b2/d1",  # the balance plot's labels
+        "plotly-graph-div",
+        "fig-static",  # the SVG a viewer without scripts shows
+    ):
+        assert text in page, text
+
+
+@pytest.mark.spark
+@pytest.mark.real
 def test_a_dirs_file_names_dirs_and_a_bare_log_shows_ids(spark: Any, tmp_path: Path) -> None:
     story = write_dir_failure_log(tmp_path / "meta")
     names = tmp_path / "dirs.json"
@@ -146,6 +178,12 @@ def test_a_dirs_file_names_dirs_and_a_bare_log_shows_ids(spark: Any, tmp_path: P
     assert not f.min_isr_known and f.under_min_isr_ms is None and s.min_isr_source is None
     # p2 never gets broker 1 back in its ISR in this story: not back in sync at log end.
     assert f.back_in_sync_ms is None and f.not_in_sync == 1
+    page = (out / REPORT_FILE).read_text()
+    assert_self_contained(page)
+    assert "disk A of 1" in page and "/data/disk-a" in page and str(story.failed_dir) in page
+    assert "min.insync.replicas: unknown" in page and "not back in sync at log end" in page
+    # A dir the file does not name is shown by its id.
+    assert f"broker 2 / {uuid_of('A2')}" in page
 
 
 # ---------------------------------------------------------------------------------------------- no Spark
