@@ -52,6 +52,19 @@ def _batches(log: PartitionLog) -> list[bytes]:
     return [b for _, b in log.iter_batches()]
 
 
+async def _moving_with_five_records(rig: Rig, mover: ReplicaMover):  # type: ignore[no-untyped-def]
+    """a-0 in d0 holding five records, asked to move to d1, caught up: its assignment is queued."""
+    rig.publish(_image([IDS[0]]))
+    await rig.log_manager.wait_settled()
+    hl = rig.log_manager.get_partition(TOPIC_A, 0)
+    current = await hl.log()
+    await hl.log_dir.run(current.append_as_leader, value_batch(5), 1)
+    assert await mover.request_move("a", 0, str(rig.paths[1])) is Errors.NONE
+    key = (TOPIC_A, 0)
+    await _until(lambda: key in rig.assignments.ready)
+    return hl, current, key
+
+
 @pytest.fixture
 async def rig(tmp_path: Path):  # type: ignore[no-untyped-def]
     r = Rig(tmp_path)
@@ -143,14 +156,7 @@ async def test_a_replica_not_hosted_yet_is_created_where_it_was_asked_to_go(rig:
 
 async def test_a_failed_destination_cancels_the_move_and_reverts_the_assignment(rig: Rig) -> None:
     mover = _mover(rig)
-    rig.publish(_image([IDS[0]]))
-    await rig.log_manager.wait_settled()
-    hl = rig.log_manager.get_partition(TOPIC_A, 0)
-    current = await hl.log()
-    await hl.log_dir.run(current.append_as_leader, value_batch(5), 1)
-    assert await mover.request_move("a", 0, str(rig.paths[1])) is Errors.NONE
-    key = (TOPIC_A, 0)
-    await _until(lambda: key in rig.assignments.ready)
+    hl, current, key = await _moving_with_five_records(rig, mover)
     rig.dirs[IDS[1]].fail(OSError(5, "gone"))
     mover.on_dir_failure(IDS[1])
     await _until(lambda: not mover.moves)
@@ -233,14 +239,7 @@ async def test_a_destination_failing_after_the_controller_accepted_reverts_to_th
         yield
 
     mover.pause_writes = held
-    rig.publish(_image([IDS[0]]))
-    await rig.log_manager.wait_settled()
-    hl = rig.log_manager.get_partition(TOPIC_A, 0)
-    current = await hl.log()
-    await hl.log_dir.run(current.append_as_leader, value_batch(5), 1)
-    assert await mover.request_move("a", 0, str(rig.paths[1])) is Errors.NONE
-    key = (TOPIC_A, 0)
-    await _until(lambda: key in rig.assignments.ready)
+    hl, current, key = await _moving_with_five_records(rig, mover)
     rig.assignments.ready[key].on_success()
     await entered.wait()  # swapping: appends would be paused now
     rig.dirs[IDS[1]].fail(OSError(5, "gone"))

@@ -121,3 +121,11 @@ def wait_exit(cluster: LocalCluster, broker_id: int, timeout: float = 60.0) -> N
                 + launcher.log_tail(cluster.broker(broker_id).log, 30)
             )
         time.sleep(0.2)
+
+
+def all_in_sync(view: ClusterView, topic: str) -> bool:
+    """Every partition of `topic` led, with every replica online and in the ISR."""
+    parts = view.topic(topic)
+    return bool(parts) and all(
+        len(p.isr) == len(p.replicas) and not p.offline and p.leader >= 0 for p in parts
+    )

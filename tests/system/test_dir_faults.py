@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.system.helpers import (
+    all_in_sync,
     describe,
     dir_index_of,
     log_lines,
@@ -26,10 +27,7 @@ WAIT_S = 60.0
 
 
 def _all_in_sync(v) -> bool:  # type: ignore[no-untyped-def]
-    parts = v.topic(TOPIC)
-    return bool(parts) and all(
-        len(p.isr) == len(p.replicas) and not p.offline and p.leader >= 0 for p in parts
-    )
+    return all_in_sync(v, TOPIC)
 
 
 def test_full_disk_then_replica_moved_by_hand(make_cluster, tmp_path: Path) -> None:

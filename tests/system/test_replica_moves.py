@@ -14,6 +14,7 @@ import pytest
 from protocol.errors import Errors
 from tests.support.processes import run_kraftpy
 from tests.system.helpers import (
+    all_in_sync,
     broker_log,
     describe,
     dir_index_of,
@@ -32,10 +33,7 @@ WAIT_S = 60.0
 
 
 def _all_in_sync(v) -> bool:  # type: ignore[no-untyped-def]
-    parts = v.topic(TOPIC)
-    return bool(parts) and all(
-        len(p.isr) == len(p.replicas) and not p.offline and p.leader >= 0 for p in parts
-    )
+    return all_in_sync(v, TOPIC)
 
 
 def _alter(cluster: LocalCluster, broker: int, partition: int, path: str) -> Errors:
@@ -69,6 +67,19 @@ def _log_dirs(cluster: LocalCluster, broker: int) -> dict[str, list[dict]]:
         }
 
     return asyncio.run(go())
+
+
+def _verified(bootstrap: str, plan: Path, line: str):  # type: ignore[no-untyped-def]
+    """A wait_until predicate: `kraftpy reassign --verify` exits 0 and prints `line`."""
+
+    def check(_view) -> bool:  # type: ignore[no-untyped-def]
+        r = run_kraftpy(
+            "reassign", "--bootstrap-server", bootstrap, "--verify", "--reassignment-json-file", str(plan),
+            check=False,
+        )  # fmt: skip
+        return r.returncode == 0 and line in r.stdout
+
+    return check
 
 
 def _events(cluster: LocalCluster, broker: int, partition: int) -> list[str]:
@@ -298,21 +309,8 @@ def test_kraftpy_reassign_moves_a_replica_between_disks_with_a_log_dirs_file(
         in out
     ), out
 
-    def verified(_v) -> bool:  # type: ignore[no-untyped-def]
-        r = run_kraftpy(
-            "reassign",
-            "--bootstrap-server",
-            bootstrap,
-            "--verify",
-            "--reassignment-json-file",
-            str(plan),
-            check=False,
-        )
-        return (
-            r.returncode == 0
-            and f"Reassignment of replica {TOPIC}-0-{broker} completed successfully." in r.stdout
-        )
-
+    done = f"Reassignment of replica {TOPIC}-0-{broker} completed successfully."
+    verified = _verified(bootstrap, plan, done)
     cluster.wait_until(verified, WAIT_S, "kraftpy reassign --verify to report the move complete")
     [row] = [r for r in describe(cluster, TOPIC) if r["partition"] == 0]
     assert row["directories"][str(broker)] == cluster.state.directory_ids[path], row
@@ -343,18 +341,7 @@ def test_reassignment_onto_a_broker_with_a_dead_disk_lands_on_its_live_one(
         "reassign", "--bootstrap-server", bootstrap, "--execute", "--reassignment-json-file", str(plan)
     )
 
-    def completed(_v) -> bool:  # type: ignore[no-untyped-def]
-        r = run_kraftpy(
-            "reassign",
-            "--bootstrap-server",
-            bootstrap,
-            "--verify",
-            "--reassignment-json-file",
-            str(plan),
-            check=False,
-        )
-        return r.returncode == 0 and f"Reassignment of partition {TOPIC}-0 is completed." in r.stdout
-
+    completed = _verified(bootstrap, plan, f"Reassignment of partition {TOPIC}-0 is completed.")
     cluster.wait_until(completed, WAIT_S * 2, "the reassignment onto broker 3 to complete")
     view = cluster.wait_until(_all_in_sync, WAIT_S, "the new replica in sync")
     p = view.partition(TOPIC, 0)
