@@ -50,7 +50,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--base-port",
         type=int,
         metavar="PORT",
-        help="controllers on PORT, PORT+1, ..., then the brokers (default: free ports picked at random)",
+        help="controllers on PORT, PORT+1, ..., then the brokers (default: the same ports each time for the "
+        "same --work-dir, derived from its path; free ones at random when those are taken)",
     )
     p.add_argument(
         "--zookeeper",
@@ -177,6 +178,17 @@ def _up(args: argparse.Namespace) -> int:
         )
     except ValueError as e:
         raise UserError(str(e)) from None
+    if spec.base_port is None and not spec.multi_host:
+        import dataclasses
+
+        from tools.cluster.launcher import stable_base_port
+
+        # every node's port, then each KRaft broker's Kafka-protocol port (as the cluster plans them)
+        count = spec.brokers + spec.servers + (0 if spec.zookeeper else spec.brokers)
+        base = stable_base_port(str(_work_dir(args)), count)
+        if base is None:
+            print("the usual ports of this work dir are taken: using free ports", file=sys.stderr)
+        spec = dataclasses.replace(spec, base_port=base)
     from tools.cluster.cluster import LocalCluster
 
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import hashlib
 import json
 import os
 import signal
@@ -153,6 +154,20 @@ def ports_from(base: int, n: int) -> list[int]:
             except OSError:
                 raise ValueError(f"port {port} ({base}..{base + n - 1} asked for) is in use") from None
     return list(range(base, base + n))
+
+
+def stable_base_port(work_dir: str, n: int) -> int | None:
+    """The first of `n` consecutive ports derived from the cluster's work dir, so that the same
+    cluster gets the same addresses every time it is brought up (and two work dirs most likely
+    different ones); None when any of them is taken. Kept below Linux's ephemeral range (32768+),
+    where outgoing connections would take them at random."""
+    digest = int(hashlib.sha256(os.path.abspath(work_dir).encode()).hexdigest(), 16)
+    base = 20000 + (digest % 1200) * 10
+    try:
+        ports_from(base, n)
+    except ValueError:
+        return None
+    return base
 
 
 def free_port() -> int:
