@@ -12,11 +12,14 @@ class RequestContext:
     listener: str
     client_id: str
     client_host: str
+    principal: str = "User:ANONYMOUS"
+    """Who authenticated on this connection (`User:name`), as kraftpy.security.principal builds it."""
+    security_protocol: str = "PLAINTEXT"
 
 
 REQUEST_CONTEXT: ContextVar[RequestContext | None] = ContextVar("kraftpy_request_context", default=None)
 
 
 def current_request() -> RequestContext:
-    """The request being handled; over HTTP (no Kafka listener) an anonymous one."""
+    """The request being handled; an anonymous one where no listener set it."""
     return REQUEST_CONTEXT.get() or RequestContext(listener="", client_id="", client_host="")
