@@ -1,0 +1,178 @@
+"""ApiGuard: refused requests reach no handler and are answered as Kafka answers them; allowed parts
+of a mixed request are served; a node's principal speaks only for its node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kraftpy.security.acl import AclOperation as Op
+from kraftpy.security.acl import ResourceType as RT
+from kraftpy.security.guard import ApiGuard, bound_node
+from protocol.errors import Errors
+from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.rpc.metadata import MetadataRequest, MetadataResponse
+from protocol.rpc.produce import ProduceRequest, ProduceResponse
+from protocol.transport.context import REQUEST_CONTEXT, RequestContext
+
+
+class TableAuthorizer:
+    """Allows exactly the (principal, operation, resource type, name) tuples given."""
+
+    def __init__(self, *allowed: tuple[str, Op, RT, str]) -> None:
+        self.allowed = set(allowed)
+        self.asked: list[tuple[str, str, Op, RT, str]] = []
+
+    def authorize(
+        self, principal: str, host: str, operation: Op, resource_type: RT, resource_name: str
+    ) -> bool:
+        self.asked.append((principal, host, operation, resource_type, resource_name))
+        return (principal, operation, resource_type, resource_name) in self.allowed
+
+
+class Recorder:
+    def __init__(self, response: Any) -> None:
+        self.calls: list[Any] = []
+        self.response = response
+
+    async def __call__(self, req: Any, version: int) -> Any:
+        self.calls.append(req)
+        return self.response(req) if callable(self.response) else self.response
+
+
+@pytest.fixture
+def as_alice() -> Any:
+    token = REQUEST_CONTEXT.set(RequestContext("CLIENT", "cli", "/10.0.0.7", "User:alice", "SASL_SSL"))
+    yield
+    REQUEST_CONTEXT.reset(token)
+
+
+def _produce_answer(req: ProduceRequest) -> ProduceResponse:
+    R = ProduceResponse
+    return R(
+        Responses=[
+            R.TopicProduceResponse(
+                Name=t.Name,
+                PartitionResponses=[R.PartitionProduceResponse(Index=p.Index) for p in t.PartitionData],
+            )
+            for t in req.TopicData
+        ]
+    )
+
+
+async def test_produce_serves_the_topics_alice_may_write_and_refuses_the_others(as_alice: None) -> None:
+    authz = TableAuthorizer(("User:alice", Op.WRITE, RT.TOPIC, "orders"))
+    handler = Recorder(_produce_answer)
+    guarded = ApiGuard(lambda: authz)("Produce", handler)
+    P = ProduceRequest
+    req = P(
+        TopicData=[
+            P.TopicProduceData(Name="orders", PartitionData=[P.PartitionProduceData(Index=0)]),
+            P.TopicProduceData(
+                Name="payroll",
+                PartitionData=[P.PartitionProduceData(Index=0), P.PartitionProduceData(Index=1)],
+            ),
+        ]
+    )
+    resp = await guarded(req, 9)
+    assert [t.Name for t in handler.calls[0].TopicData] == ["orders"]
+    codes = {(t.Name, p.Index): p.ErrorCode for t in resp.Responses for p in t.PartitionResponses}
+    assert codes == {
+        ("orders", 0): 0,
+        ("payroll", 0): Errors.TOPIC_AUTHORIZATION_FAILED,
+        ("payroll", 1): Errors.TOPIC_AUTHORIZATION_FAILED,
+    }
+    # the host is the client's address without Kafka's leading slash
+    assert authz.asked[0][1] == "10.0.0.7"
+
+
+async def test_a_request_refused_everywhere_reaches_no_handler(as_alice: None) -> None:
+    handler = Recorder(_produce_answer)
+    guarded = ApiGuard(lambda: TableAuthorizer())("Produce", handler)
+    P = ProduceRequest
+    resp = await guarded(
+        P(TopicData=[P.TopicProduceData(Name="t", PartitionData=[P.PartitionProduceData(Index=3)])]), 9
+    )
+    assert handler.calls == []
+    assert resp.Responses[0].PartitionResponses[0].ErrorCode == Errors.TOPIC_AUTHORIZATION_FAILED
+
+
+async def test_cluster_apis_need_cluster_action(as_alice: None) -> None:
+    handler = Recorder(BrokerHeartbeatResponse())
+    guarded = ApiGuard(lambda: TableAuthorizer())("BrokerHeartbeat", handler)
+    resp = await guarded(BrokerHeartbeatRequest(BrokerId=1), 1)
+    assert resp.ErrorCode == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert handler.calls == []
+    allowed = ApiGuard(
+        lambda: TableAuthorizer(("User:alice", Op.CLUSTER_ACTION, RT.CLUSTER, "kafka-cluster"))
+    )
+    resp = await allowed("BrokerHeartbeat", handler)(BrokerHeartbeatRequest(BrokerId=1), 1)
+    assert resp.ErrorCode == 0 and len(handler.calls) == 1
+
+
+async def test_metadata_lists_only_describable_topics(as_alice: None) -> None:
+    R = MetadataResponse
+    answer = R(Topics=[R.MetadataResponseTopic(Name="orders"), R.MetadataResponseTopic(Name="payroll")])
+    authz = TableAuthorizer(("User:alice", Op.DESCRIBE, RT.TOPIC, "orders"))
+    guarded = ApiGuard(lambda: authz)("Metadata", Recorder(answer))
+    resp = await guarded(MetadataRequest(Topics=None), 12)
+    assert [t.Name for t in resp.Topics] == ["orders"]
+    named = await guarded(MetadataRequest(Topics=[MetadataRequest.MetadataRequestTopic(Name="payroll")]), 12)
+    assert [(t.Name, t.ErrorCode) for t in named.Topics] == [("payroll", Errors.TOPIC_AUTHORIZATION_FAILED)]
+
+
+async def test_create_topics_needs_create_on_the_cluster_or_the_topic(as_alice: None) -> None:
+    C = CreateTopicsRequest
+    answer = lambda req: CreateTopicsResponse(  # noqa: E731
+        Topics=[CreateTopicsResponse.CreatableTopicResult(Name=t.Name) for t in req.Topics]
+    )
+    authz = TableAuthorizer(("User:alice", Op.CREATE, RT.TOPIC, "mine"))
+    resp = await ApiGuard(lambda: authz)("CreateTopics", Recorder(answer))(
+        C(Topics=[C.CreatableTopic(Name="mine"), C.CreatableTopic(Name="theirs")]), 7
+    )
+    assert {t.Name: t.ErrorCode for t in resp.Topics} == {
+        "mine": 0,
+        "theirs": Errors.TOPIC_AUTHORIZATION_FAILED,
+    }
+    cluster = TableAuthorizer(("User:alice", Op.CREATE, RT.CLUSTER, "kafka-cluster"))
+    resp = await ApiGuard(lambda: cluster)("CreateTopics", Recorder(answer))(
+        C(Topics=[C.CreatableTopic(Name="x")]), 7
+    )
+    assert resp.Topics[0].ErrorCode == 0
+
+
+async def test_group_apis_need_read_on_the_group(as_alice: None) -> None:
+    handler = Recorder(JoinGroupResponse())
+    resp = await ApiGuard(lambda: TableAuthorizer())("JoinGroup", handler)(JoinGroupRequest(GroupId="g"), 7)
+    assert resp.ErrorCode == Errors.GROUP_AUTHORIZATION_FAILED and handler.calls == []
+
+
+async def test_without_an_authorizer_only_the_node_binding_applies() -> None:
+    handler = Recorder(BrokerHeartbeatResponse())
+    guard = ApiGuard(lambda: None, node_principal_template="User:node-{id}")
+    token = REQUEST_CONTEXT.set(RequestContext("", "", "/127.0.0.1", "User:node-2", "SSL"))
+    try:
+        own = await guard("BrokerHeartbeat", handler)(BrokerHeartbeatRequest(BrokerId=2), 1)
+        other = await guard("BrokerHeartbeat", handler)(BrokerHeartbeatRequest(BrokerId=3), 1)
+    finally:
+        REQUEST_CONTEXT.reset(token)
+    assert own.ErrorCode == 0
+    assert other.ErrorCode == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert [r.BrokerId for r in handler.calls] == [2]
+
+
+@pytest.mark.parametrize(
+    ("principal", "template", "node"),
+    [
+        ("User:node-3", "User:node-{id}", 3),
+        ("User:node-x", "User:node-{id}", None),
+        ("User:admin", "User:node-{id}", None),
+        ("User:CN=node-12,O=k", "User:CN=node-{id},O=k", 12),
+        ("User:node-3", "", None),
+    ],
+)
+def test_bound_node(principal: str, template: str, node: int | None) -> None:
+    assert bound_node(principal, template) == node
