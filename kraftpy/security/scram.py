@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from kraftpy.security.acl import ScramMechanism
 
@@ -58,4 +59,53 @@ def new_credential(
     salt = os.urandom(32) if salt is None else salt
     return credential_from_salted(
         mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations
+    )
+
+
+SCRAM_LEVEL = 11
+"""metadata.version 3.5-IV2: the first that holds UserScramCredentialRecord (Kafka refuses lower)."""
+
+
+def parse_scram_argument(text: str) -> tuple[str, ScramMechanism, ScramCredential]:
+    """kafka-storage.sh's `--add-scram 'SCRAM-SHA-256=[name=alice,password=alice-secret]'` (with an
+    optional `iterations=`): the user, the mechanism and a fresh credential; ValueError says what is wrong."""
+    mech_text, sep, rest = text.partition("=")
+    if not sep or not rest.startswith("[") or not rest.endswith("]"):
+        raise ValueError(
+            f"--add-scram {text!r} is not of the form 'SCRAM-SHA-256=[name=alice,password=secret]'"
+        )
+    mechanism = ScramMechanism.from_mechanism_name(mech_text)
+    fields: dict[str, str] = {}
+    for part in rest[1:-1].split(","):
+        key, eq, value = part.partition("=")
+        if not eq:
+            raise ValueError(f"--add-scram {text!r}: {part!r} is not key=value")
+        fields[key.strip().lower()] = value.strip().strip('"')
+    unknown = sorted(set(fields) - {"name", "password", "iterations"})
+    if unknown:
+        raise ValueError(
+            f"--add-scram {text!r}: unknown key {unknown[0]!r} (known: name, password, iterations)"
+        )
+    if not fields.get("name"):
+        raise ValueError(f"--add-scram {text!r}: no name given")
+    if "password" not in fields:
+        raise ValueError(f"--add-scram {text!r}: no password given")
+    try:
+        iterations = int(fields.get("iterations", DEFAULT_ITERATIONS))
+    except ValueError:
+        raise ValueError(f"--add-scram {text!r}: iterations must be a number") from None
+    return fields["name"], mechanism, new_credential(mechanism, fields["password"], iterations)
+
+
+def credential_record(name: str, mechanism: ScramMechanism, credential: ScramCredential) -> Any:
+    """The UserScramCredentialRecord that stores `credential` for `name`."""
+    from protocol.metadata_records import UserScramCredentialRecord
+
+    return UserScramCredentialRecord(
+        Name=name,
+        Mechanism=int(mechanism),
+        Salt=credential.salt,
+        StoredKey=credential.stored_key,
+        ServerKey=credential.server_key,
+        Iterations=credential.iterations,
     )

@@ -75,10 +75,16 @@ def encode_bootstrap_checkpoint(
 
 
 def write_bootstrap_checkpoint(
-    log_dir: str | Path, metadata_version_level: int, features: dict[str, int] | None = None
+    log_dir: str | Path,
+    metadata_version_level: int,
+    features: dict[str, int] | None = None,
+    extra: list | None = None,
 ) -> None:
-    """Atomically write `<log_dir>/bootstrap.checkpoint` (temp file, fsync, rename, fsync of the dir)."""
-    data = encode_bootstrap_checkpoint(bootstrap_records(metadata_version_level, features))
+    """Atomically write `<log_dir>/bootstrap.checkpoint` (temp file, fsync, rename, fsync of the dir);
+    `extra` records (SCRAM credentials) follow the feature levels, as in Kafka's bootstrap file."""
+    data = encode_bootstrap_checkpoint(
+        bootstrap_records(metadata_version_level, features) + list(extra or [])
+    )
     atomic_write(Path(log_dir) / BOOTSTRAP_FILE, data)
 
 

@@ -9,8 +9,10 @@ atomically. Messages follow Kafka's Formatter.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kraftpy.config import KafkaConfig
 from kraftpy.storage.ensemble import EnsembleError, MetaPropertiesEnsemble
@@ -39,6 +41,8 @@ class FormatPlan:
     to_format: dict[str, MetaProperties] = field(default_factory=dict)
     already_formatted: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)
+    extra_records: list[Any] = field(default_factory=list)
+    """Records the cluster starts with besides its feature levels (`--add-scram`)."""
 
     @property
     def metadata_version(self) -> str:
@@ -69,6 +73,7 @@ def plan_format(
     *,
     ignore_formatted: bool = False,
     release_version: str | None = None,
+    add_scram: Sequence[str] = (),
 ) -> FormatPlan:
     """Decide what to write; raises FormatError (or ConfigError) and reads only."""
     cfg.require_kraft()
@@ -94,13 +99,14 @@ def plan_format(
             f"{release_for_level(level)}. Need {release_for_level(JBOD_LEVEL)} or higher"
         )
 
+    extra = _scram_records(add_scram, level)
     metadata_dir = cfg.metadata_log_dir_path
     ensemble = MetaPropertiesEnsemble.load(cfg.all_dirs, metadata_dir)
     try:
         ensemble.verify(cluster_id, cfg.node_id)
     except EnsembleError as e:
         raise FormatError(str(e)) from None
-    plan = FormatPlan(cluster_id, cfg.node_id, metadata_dir, level)
+    plan = FormatPlan(cluster_id, cfg.node_id, metadata_dir, level, extra_records=extra)
     plan.already_formatted = sorted(ensemble.log_dir_props)
     if plan.already_formatted and not ignore_formatted:
         raise FormatError(
@@ -128,6 +134,30 @@ def plan_format(
     return plan
 
 
+def _scram_records(arguments: Sequence[str], level: int) -> list[Any]:
+    """UserScramCredentialRecords for `--add-scram` arguments (Kafka's ScramParser)."""
+    from kraftpy.security.scram import SCRAM_LEVEL, credential_record, parse_scram_argument
+    from protocol.framing import ApiMessageAndVersion
+
+    if arguments and level < SCRAM_LEVEL:
+        raise FormatError(
+            f"SCRAM is only supported in metadata.version {release_for_level(SCRAM_LEVEL)} or later, "
+            f"not {release_for_level(level)}"
+        )
+    out: list[Any] = []
+    seen: set[tuple[str, int]] = set()
+    for text in arguments:
+        try:
+            name, mechanism, credential = parse_scram_argument(text)
+        except ValueError as e:
+            raise FormatError(str(e)) from None
+        if (name, mechanism) in seen:
+            raise FormatError(f"--add-scram names {mechanism.mechanism_name} for user {name} twice")
+        seen.add((name, mechanism))
+        out.append(ApiMessageAndVersion(credential_record(name, mechanism, credential), 0))
+    return out
+
+
 def execute_format(plan: FormatPlan, log: list[str] | None = None) -> None:
     """Write the planned dirs; OSError propagates (dirs already written stay formatted, the rest stay empty)."""
     from kraftpy.storage.bootstrap import write_bootstrap_checkpoint
@@ -137,5 +167,5 @@ def execute_format(plan: FormatPlan, log: list[str] | None = None) -> None:
         if log is not None:
             log.append(f"Formatting {kind} directory {d} with metadata.version {plan.metadata_version}.")
         Path(d).mkdir(parents=True, exist_ok=True)
-        write_bootstrap_checkpoint(d, plan.metadata_version_level)
+        write_bootstrap_checkpoint(d, plan.metadata_version_level, extra=plan.extra_records)
         write_meta_properties(d, meta)

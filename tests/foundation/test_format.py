@@ -116,3 +116,57 @@ def test_unreadable_dir_is_reported_and_skipped(tmp_path: Path) -> None:
     plan = plan_format(cfg, str(Uuid.random()))
     assert f"I/O error trying to read log directory {bad}. Ignoring..." in plan.messages
     assert str(bad) not in plan.to_format and len(plan.to_format) == 3
+
+
+def test_add_scram_writes_credentials_a_scram_client_can_log_in_with(tmp_path: Path) -> None:
+    import scramp
+
+    cfg = _cfg(tmp_path)
+    plan = plan_format(
+        cfg,
+        str(Uuid.random()),
+        add_scram=[
+            "SCRAM-SHA-512=[name=alice,password=alice-secret,iterations=8192]",
+            "SCRAM-SHA-256=[name=bob,password=b]",
+        ],
+    )
+    execute_format(plan)
+    records = [r.message for r in read_bootstrap_checkpoint(cfg.metadata_log_dir_path).records]
+    creds = {r.Name: r for r in records if type(r).__name__ == "UserScramCredentialRecord"}
+    assert sorted(creds) == ["alice", "bob"]
+    alice = creds["alice"]
+    assert (alice.Mechanism, alice.Iterations) == (2, 8192)
+    # a real SCRAM exchange against the stored keys: only the right password gets through
+    for password, ok in (("alice-secret", True), ("wrong", False)):
+        server = scramp.ScramMechanism("SCRAM-SHA-512").make_server(
+            lambda _u: (alice.Salt, alice.StoredKey, alice.ServerKey, alice.Iterations)
+        )
+        client = scramp.ScramClient(["SCRAM-SHA-512"], "alice", password)
+        server.set_client_first(client.get_client_first())
+        client.set_server_first(server.get_server_first())
+        try:
+            server.set_client_final(client.get_client_final())
+            logged_in = True
+        except scramp.ScramException:
+            logged_in = False
+        assert logged_in is ok
+
+
+@pytest.mark.parametrize(
+    ("argument", "release", "message"),
+    [
+        ("SCRAM-SHA-1=[name=a,password=b]", None, "unknown SCRAM mechanism"),
+        ("SCRAM-SHA-256=[password=b]", None, "no name"),
+        ("SCRAM-SHA-256=[name=a]", None, "no password"),
+        ("SCRAM-SHA-256=[name=a,password=b,iterations=10]", None, "iterations must be between"),
+        ("SCRAM-SHA-256=name=a", None, "is not of the form"),
+        ("SCRAM-SHA-256=[name=a,password=b]", "3.4", "only supported in metadata.version 3.5-IV2"),
+    ],
+)
+def test_bad_add_scram_is_refused_and_writes_nothing(
+    tmp_path: Path, argument: str, release: str | None, message: str
+) -> None:
+    cfg = _cfg(tmp_path, **{"log.dirs": str(tmp_path / "d0")}) if release else _cfg(tmp_path)
+    with pytest.raises(FormatError, match=message):
+        plan_format(cfg, str(Uuid.random()), add_scram=[argument], release_version=release)
+    assert _snapshot(tmp_path) == {}

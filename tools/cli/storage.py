@@ -23,6 +23,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     f.add_argument(
         "-r", "--release-version", help="metadata.version as a release, e.g. 3.9 or 3.7-IV2 (default 3.9-IV0)"
     )
+    f.add_argument(
+        "-S",
+        "--add-scram",
+        action="append",
+        default=[],
+        metavar="CREDENTIAL",
+        help="a SCRAM credential the cluster starts with: 'SCRAM-SHA-512=[name=alice,password=secret]' (repeatable)",
+    )
     f.set_defaults(func=_format)
 
     i = cmds.add_parser("info", help="show each directory's identity and state")
@@ -52,7 +60,11 @@ def _format(args: argparse.Namespace) -> int:
     cfg = _load(args.config)
     try:
         plan = plan_format(
-            cfg, args.cluster_id, ignore_formatted=args.ignore_formatted, release_version=args.release_version
+            cfg,
+            args.cluster_id,
+            ignore_formatted=args.ignore_formatted,
+            release_version=args.release_version,
+            add_scram=args.add_scram,
         )
     except (FormatError, ConfigError) as e:
         raise UserError(str(e)) from None
