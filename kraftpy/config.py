@@ -21,6 +21,7 @@ import structlog
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, ValidationError
 
 from kraftpy.properties import PropertiesError, load_properties
+from protocol.transport.connection_quotas import parse_overrides
 
 log = structlog.get_logger("kraftpy.config")
 
@@ -67,6 +68,14 @@ Bool = Annotated[bool, BeforeValidator(_parse_bool)]
 Str = Annotated[str, BeforeValidator(_strip)]
 CsvList = Annotated[list[str], BeforeValidator(_parse_list)]
 Role = Literal["broker", "controller"]
+
+
+def _parse_client_auth(v: Any) -> Any:
+    # Kafka's SslClientAuth.forConfig reads the value case-insensitively.
+    return v.strip().lower() if isinstance(v, str) else v
+
+
+ClientAuth = Annotated[Literal["none", "requested", "required"], BeforeValidator(_parse_client_auth)]
 
 
 @dataclass(frozen=True)
@@ -154,6 +163,14 @@ def parse_quorum_voters(value: list[str]) -> list[QuorumVoter]:
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 """Kafka's SecurityProtocol ids, as BrokerRegistration's Listener.SecurityProtocol carries them."""
 
+TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+"""The security protocols whose connections are TLS."""
+
+LISTENER_PREFIX = "listener.name."
+# Keys a `listener.name.<listener>.` prefix may override for one listener (Kafka allows these
+# families per listener; kraftpy reads the overrides through `listener_config`).
+_PER_LISTENER_FAMILIES = ("ssl.", "sasl.", "max.connections", "connections.max.")
+
 
 class KafkaConfig(BaseModel):
     """Known Kafka server configs, with Kafka's defaults. Construct with `load_config` or `from_properties`."""
@@ -188,6 +205,40 @@ class KafkaConfig(BaseModel):
     """kraftpy's own: the listener that serves the HTTP RPC (controller<->broker, broker<->broker,
     /metrics, /healthz); every other broker listener speaks Kafka's protocol to clients."""
     broker_rack: Str | None = Field(None, alias="broker.rack")
+    security_inter_broker_protocol: Str = Field("PLAINTEXT", alias="security.inter.broker.protocol")
+
+    # -- TLS (SslConfigs): PEM files only; each may be given per listener as listener.name.<l>.ssl.*
+    ssl_keystore_type: Str = Field("JKS", alias="ssl.keystore.type")
+    ssl_keystore_location: Str | None = Field(None, alias="ssl.keystore.location")
+    """A PEM file holding the private key and the certificate chain (leaf first)."""
+    ssl_key_password: Str | None = Field(None, alias="ssl.key.password")
+    """Decrypts the keystore's private key when it is encrypted."""
+    ssl_truststore_type: Str = Field("JKS", alias="ssl.truststore.type")
+    ssl_truststore_location: Str | None = Field(None, alias="ssl.truststore.location")
+    """A PEM bundle of the CAs whose certificates this node trusts (the system's CAs when unset)."""
+    ssl_client_auth: ClientAuth = Field("none", alias="ssl.client.auth")
+    ssl_endpoint_identification_algorithm: Str = Field("https", alias="ssl.endpoint.identification.algorithm")
+    """`https`: a client checks the server's certificate names the host it dialled; empty: no check."""
+    ssl_enabled_protocols: CsvList = Field(["TLSv1.2", "TLSv1.3"], alias="ssl.enabled.protocols")
+    ssl_principal_mapping_rules: Str = Field("DEFAULT", alias="ssl.principal.mapping.rules")
+
+    # -- SASL (BrokerSecurityConfigs)
+    sasl_enabled_mechanisms: CsvList = Field(["GSSAPI"], alias="sasl.enabled.mechanisms")
+    sasl_mechanism_controller_protocol: Str = Field("GSSAPI", alias="sasl.mechanism.controller.protocol")
+    sasl_mechanism_inter_broker_protocol: Str = Field("GSSAPI", alias="sasl.mechanism.inter.broker.protocol")
+
+    # -- authorization (StandardAuthorizer)
+    super_users: Str | None = Field(None, alias="super.users")
+    """`User:a;User:b`: principals every ACL check allows."""
+    allow_everyone_if_no_acl_found: Bool = Field(False, alias="allow.everyone.if.no.acl.found")
+    kraftpy_node_principal_template: Str = Field("", alias="kraftpy.node.principal.template")
+    """kraftpy's own: how a node's principal is spelled (empty: as its certificate maps it)."""
+
+    # -- connections (SocketServerConfigs): the bounds of each listener
+    max_connections: Int = Field(2**31 - 1, alias="max.connections", ge=0)
+    max_connections_per_ip: Int = Field(2**31 - 1, alias="max.connections.per.ip", ge=0)
+    max_connections_per_ip_overrides: Str = Field("", alias="max.connections.per.ip.overrides")
+    connections_max_idle_ms: Long = Field(600000, alias="connections.max.idle.ms")
 
     # -- the group coordinator (GroupCoordinatorConfig, OffsetConfig)
     offsets_topic_num_partitions: Int = Field(50, alias="offsets.topic.num.partitions", ge=1)
@@ -280,6 +331,7 @@ class KafkaConfig(BaseModel):
     # Every key from the file as given, known or not (Kafka's "originals").
     _originals: dict[str, str] = PrivateAttr(default_factory=dict)
     _source: str | None = PrivateAttr(default=None)
+    _per_listener: dict[str, KafkaConfig] = PrivateAttr(default_factory=dict)
 
     # ---- construction ----------------------------------------------------------------------------
 
@@ -292,7 +344,7 @@ class KafkaConfig(BaseModel):
     def from_properties(cls, props: Mapping[str, str], source: str = "<config>") -> KafkaConfig:
         """Validate properties; ConfigError names `source` and the key. Unknown keys are warned about."""
         known = cls.kafka_names()
-        unknown = sorted(k for k in props if k not in known)
+        unknown = sorted(k for k in props if k not in known and _listener_override(k, known) is None)
         for key in unknown:
             log.warning("unknown config key ignored", key=key, file=source)
         given = {k: v for k, v in props.items() if k in known}
@@ -315,6 +367,37 @@ class KafkaConfig(BaseModel):
         except ValueError as e:
             raise ConfigError(f"{source}: {e}") from None
         return cfg
+
+    def listener_config(self, listener_name: str) -> KafkaConfig:
+        """This config as `listener_name` sees it: its `listener.name.<listener>.*` overrides applied
+        (Kafka's per-listener ssl.*, sasl.* and connection settings); `self` when it has none."""
+        key = listener_name.upper()
+        cached = self._per_listener.get(key)
+        if cached is not None:
+            return cached
+        known = self.kafka_names()
+        overrides: dict[str, str] = {}
+        for k, v in self._originals.items():
+            found = _listener_override(k, known)
+            if found is not None and found[0] == key:
+                overrides[found[1]] = v
+        if not overrides:
+            self._per_listener[key] = self
+            return self
+        try:
+            # Only the overridden keys are read again; every other value stays as this config has it.
+            partial = type(self).model_validate(overrides)
+        except ValidationError as e:
+            err = e.errors(include_url=False)[0]
+            name = str(err["loc"][0]) if err["loc"] else "?"
+            raise ConfigError(
+                f"{self._source}: invalid value {overrides.get(name)!r} for configuration "
+                f"{LISTENER_PREFIX}{listener_name.lower()}.{name}: {err['msg']}"
+            ) from None
+        derived = self.model_copy(update={known[k]: getattr(partial, known[k]) for k in overrides})
+        derived._per_listener = {}
+        self._per_listener[key] = derived
+        return derived
 
     def _check(self) -> None:
         """Checks across keys, and syntax of structured values, so later accessors cannot fail."""
@@ -346,6 +429,48 @@ class KafkaConfig(BaseModel):
             )
         if not self.log_dir_list:
             raise ValueError("no log directory: set log.dirs (or log.dir)")
+        self._check_security()
+
+    def _check_security(self) -> None:
+        if self.security_inter_broker_protocol.upper() not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                "invalid value for configuration security.inter.broker.protocol: "
+                f"{self.security_inter_broker_protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+            )
+        try:
+            parse_overrides(self.max_connections_per_ip_overrides)
+        except ValueError as e:
+            raise ValueError(
+                f"invalid value for configuration max.connections.per.ip.overrides: {e}"
+            ) from None
+        for name in self.ssl_enabled_protocols:
+            if name not in ("TLSv1.2", "TLSv1.3"):
+                raise ValueError(
+                    f"invalid value for configuration ssl.enabled.protocols: {name!r} (TLSv1.2 and TLSv1.3 are supported)"
+                )
+        for spec in self.listener_list:
+            if self.security_protocol_name(spec.name, strict=False) not in TLS_PROTOCOLS:
+                continue
+            try:
+                own = self.listener_config(spec.name)
+            except ConfigError as e:
+                raise ValueError(str(e).removeprefix(f"{self._source}: ")) from None
+            prefix = _override_name(self, spec.name, "ssl.keystore.location")
+            if not own.ssl_keystore_location:
+                raise ValueError(
+                    f"listener {spec.name} is {self.security_protocol_name(spec.name)} but {prefix} is not set "
+                    "(a PEM file with the private key and certificate chain)"
+                )
+            if own.ssl_keystore_type.upper() != "PEM":
+                raise ValueError(
+                    f"{_override_name(self, spec.name, 'ssl.keystore.type')}={own.ssl_keystore_type} is not "
+                    f"supported for listener {spec.name}: set it to PEM"
+                )
+            if own.ssl_truststore_location and own.ssl_truststore_type.upper() != "PEM":
+                raise ValueError(
+                    f"{_override_name(self, spec.name, 'ssl.truststore.type')}={own.ssl_truststore_type} is not "
+                    f"supported for listener {spec.name}: set it to PEM"
+                )
 
     # ---- access ------------------------------------------------------------------------------------
 
@@ -434,20 +559,41 @@ class KafkaConfig(BaseModel):
             return []
         return [e for e in own if e.name != rpc]
 
-    def security_protocol(self, listener_name: str) -> int:
-        """SecurityProtocol id of a listener; controller and RPC listeners missing from the map are PLAINTEXT."""
-        mapping = dict(item.split(":", 1) for item in self.listener_security_protocol_map if ":" in item)
-        proto = mapping.get(listener_name.upper())
-        if proto is None:
-            proto = (
-                "PLAINTEXT"
-                if listener_name in (self.controller_listener_names or [])
-                or listener_name.upper() == self.rpc_listener_name.upper()
-                else listener_name.upper()
+    def security_protocol_name(self, listener_name: str, *, strict: bool = True) -> str:
+        """Security protocol of a listener, from listener.security.protocol.map: a listener missing from
+        it is the protocol of its name (Kafka's `SSL://...`), and controller and RPC listeners missing
+        from it are PLAINTEXT. ConfigError for any other listener (`strict=False`: "" instead)."""
+        mapping = {
+            k.strip().upper(): v.strip().upper()
+            for k, _, v in (
+                item.partition(":") for item in self.listener_security_protocol_map if ":" in item
             )
+        }
+        name = listener_name.upper()
+        proto = mapping.get(name)
+        if proto is None:
+            if name in SECURITY_PROTOCOLS:
+                proto = name
+            elif (
+                name in (n.upper() for n in self.controller_listener_names or [])
+                or name == self.rpc_listener_name.upper()
+            ):
+                proto = "PLAINTEXT"
+            else:
+                proto = name
         if proto not in SECURITY_PROTOCOLS:
+            if not strict:
+                return ""
             raise ConfigError(f"{self._source}: listener {listener_name} has no security protocol mapping")
-        return SECURITY_PROTOCOLS[proto]
+        return proto
+
+    def security_protocol(self, listener_name: str) -> int:
+        """SecurityProtocol id of a listener (see security_protocol_name)."""
+        return SECURITY_PROTOCOLS[self.security_protocol_name(listener_name)]
+
+    def is_tls(self, listener_name: str) -> bool:
+        """Whether connections to `listener_name` are TLS (SSL or SASL_SSL)."""
+        return self.security_protocol_name(listener_name) in TLS_PROTOCOLS
 
     @property
     def quorum_voters(self) -> list[QuorumVoter]:
@@ -520,6 +666,25 @@ class KafkaConfig(BaseModel):
                 f"{src}: node.id {self.node_id} has only the broker role but is in controller.quorum.voters "
                 f"({','.join(self.controller_quorum_voters)}); brokers and controllers need distinct ids"
             )
+
+
+def _listener_override(key: str, known: Mapping[str, str]) -> tuple[str, str] | None:
+    """(LISTENER, key) for `listener.name.<listener>.<key>` naming a key that may be set per listener."""
+    if not key.startswith(LISTENER_PREFIX):
+        return None
+    listener, dot, rest = key[len(LISTENER_PREFIX) :].partition(".")
+    if not dot or not listener or rest not in known or not rest.startswith(_PER_LISTENER_FAMILIES):
+        return None
+    return listener.upper(), rest
+
+
+def _override_name(cfg: KafkaConfig, listener_name: str, key: str) -> str:
+    """The name an operator gave `key` for a listener: its per-listener form when that is set."""
+    known = cfg.kafka_names()
+    for given in cfg.originals:
+        if _listener_override(given, known) == (listener_name.upper(), key):
+            return given
+    return key
 
 
 def load_config(path: str | Path, overrides: Mapping[str, str] | None = None) -> KafkaConfig:
