@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Any
+from typing import Any, ClassVar, TypeVar
 
 from kraftpy.security.principal import KafkaPrincipal
 
@@ -117,3 +117,102 @@ class AclBinding:
             f"(principal={self.principal}, host={self.host}, operation={self.operation.name}, "
             f"permissionType={self.permission.name})"
         )
+
+
+_E = TypeVar("_E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def _code(enum_type: type[_E], value: int) -> _E:
+    """A wire code as its enum member; a code this version does not know reads as UNKNOWN, so
+    the request is refused as Kafka refuses it rather than failing to parse."""
+    try:
+        return enum_type(value)
+    except ValueError:
+        return enum_type(0)
+
+
+@dataclass(frozen=True)
+class AclBindingFilter:
+    """What DescribeAcls and DeleteAcls select ACLs by, as Kafka's AclBindingFilter: None (a name,
+    principal or host) and ANY match anything; pattern type MATCH also selects the ACLs that would
+    apply to `resource_name` (the LITERAL one, the `*` wildcard and every PREFIXED prefix of it)."""
+
+    resource_type: ResourceType = ResourceType.ANY
+    resource_name: str | None = None
+    pattern_type: PatternType = PatternType.ANY
+    principal: str | None = None
+    host: str | None = None
+    operation: AclOperation = AclOperation.ANY
+    permission: AclPermissionType = AclPermissionType.ANY
+
+    ANY: ClassVar[AclBindingFilter]
+    """Matches every ACL."""
+
+    @classmethod
+    def from_request(cls, flt: Any) -> AclBindingFilter:
+        """From a DescribeAclsRequest or a DeleteAclsFilter (their field names agree)."""
+        return cls(
+            _code(ResourceType, flt.ResourceTypeFilter),
+            flt.ResourceNameFilter,
+            _code(PatternType, flt.PatternTypeFilter),
+            flt.PrincipalFilter,
+            flt.HostFilter,
+            _code(AclOperation, flt.Operation),
+            _code(AclPermissionType, flt.PermissionType),
+        )
+
+    def is_unknown(self) -> bool:
+        """A filter with an UNKNOWN code: Kafka answers it with INVALID_REQUEST."""
+        return (
+            self.resource_type == ResourceType.UNKNOWN
+            or self.pattern_type == PatternType.UNKNOWN
+            or self.operation == AclOperation.UNKNOWN
+            or self.permission == AclPermissionType.UNKNOWN
+        )
+
+    def find_indefinite_field(self) -> str | None:
+        """Why this filter could match more than one ACL, or None when it names exactly one."""
+        checks = (
+            (self.resource_type == ResourceType.ANY, "Resource type is ANY."),
+            (self.resource_type == ResourceType.UNKNOWN, "Resource type is UNKNOWN."),
+            (self.resource_name is None, "Resource name is NULL."),
+            (self.pattern_type == PatternType.MATCH, "Resource pattern type is MATCH."),
+            (self.pattern_type == PatternType.UNKNOWN, "Resource pattern type is UNKNOWN."),
+            (self.principal is None, "Principal is NULL"),
+            (self.host is None, "Host is NULL"),
+            (self.operation == AclOperation.ANY, "Operation is ANY"),
+            (self.operation == AclOperation.UNKNOWN, "Operation is UNKNOWN"),
+            (self.permission == AclPermissionType.ANY, "Permission type is ANY"),
+            (self.permission == AclPermissionType.UNKNOWN, "Permission type is UNKNOWN"),
+        )
+        return next((why for hit, why in checks if hit), None)
+
+    def matches(self, binding: AclBinding) -> bool:
+        return self._matches_pattern(binding) and self._matches_entry(binding)
+
+    def _matches_pattern(self, binding: AclBinding) -> bool:
+        if self.resource_type not in (ResourceType.ANY, binding.resource_type):
+            return False
+        if self.pattern_type not in (PatternType.ANY, PatternType.MATCH, binding.pattern_type):
+            return False
+        if self.resource_name is None:
+            return True
+        if self.pattern_type in (PatternType.ANY, binding.pattern_type):
+            return self.resource_name == binding.resource_name
+        # MATCH: the ACLs an authorization of this exact name would consult
+        if binding.pattern_type == PatternType.LITERAL:
+            return binding.resource_name in (self.resource_name, WILDCARD_RESOURCE)
+        return binding.pattern_type == PatternType.PREFIXED and self.resource_name.startswith(
+            binding.resource_name
+        )
+
+    def _matches_entry(self, binding: AclBinding) -> bool:
+        return (
+            self.principal in (None, binding.principal)
+            and self.host in (None, binding.host)
+            and self.operation in (AclOperation.ANY, binding.operation)
+            and self.permission in (AclPermissionType.ANY, binding.permission)
+        )
+
+
+AclBindingFilter.ANY = AclBindingFilter()
