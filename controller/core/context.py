@@ -5,12 +5,14 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from controller.core.acls import AclControlManager
 from controller.core.broker_heartbeat import BrokerHeartbeatManager
 from controller.core.cluster_control import ClusterControlManager
 from controller.core.configuration_control import ConfigurationControlManager
 from controller.core.feature_control import FeatureControlManager
 from controller.core.producer_ids import ProducerIdControlManager
 from controller.core.replication_control import ReplicationControlManager
+from controller.core.scram import ScramControlManager
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,8 @@ class ControllerManagers:
     replication: ReplicationControlManager
     producer_ids: ProducerIdControlManager
     random: random.Random = field(default_factory=random.Random)
+    acls: AclControlManager = field(default_factory=AclControlManager)
+    scram: ScramControlManager = field(default_factory=ScramControlManager)
 
     @classmethod
     def create(cls, config: ControllerConfig) -> ControllerManagers:

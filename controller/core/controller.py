@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+import controller.core.acls as _acls
 import controller.core.alter_partition as _alter_partition
 import controller.core.assign_replicas as _assign
 import controller.core.bootstrap as _bootstrap
@@ -32,6 +33,7 @@ import controller.core.elections as _elections
 import controller.core.producer_ids as _producer_ids
 import controller.core.queries as _queries
 import controller.core.reassignment as _reassignment
+import controller.core.scram as _scram
 import controller.core.topics as _topics
 from controller.core.context import ControllerConfig, ControllerManagers
 from controller.core.metadata_version import FEATURE_NAME
@@ -49,13 +51,24 @@ from protocol.rpc.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.rpc.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest, AssignReplicasToDirsResponse
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.rpc.broker_registration import BrokerRegistrationRequest, BrokerRegistrationResponse
+from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.rpc.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.rpc.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.rpc.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.rpc.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
@@ -69,11 +82,7 @@ R = TypeVar("R")
 # Areas the controller does not act on; their records are accepted so any log replays.
 _IGNORED_RECORDS = (
     mr.NoOpRecord,
-    mr.AccessControlEntryRecord,
-    mr.RemoveAccessControlEntryRecord,
     mr.ClientQuotaRecord,
-    mr.UserScramCredentialRecord,
-    mr.RemoveUserScramCredentialRecord,
     mr.DelegationTokenRecord,
     mr.RemoveDelegationTokenRecord,
 )
@@ -117,6 +126,10 @@ class QuorumControllerCore:
             mr.FeatureLevelRecord: lambda r, _o: m.features.replay_feature_level(r),
             mr.ZkMigrationStateRecord: lambda r, _o: m.features.replay_zk_migration_state(r),
             mr.ProducerIdsRecord: lambda r, _o: m.producer_ids.replay_producer_ids(r),
+            mr.AccessControlEntryRecord: lambda r, _o: m.acls.replay_acl(r),
+            mr.RemoveAccessControlEntryRecord: lambda r, _o: m.acls.replay_remove_acl(r),
+            mr.UserScramCredentialRecord: lambda r, _o: m.scram.replay_credential(r),
+            mr.RemoveUserScramCredentialRecord: lambda r, _o: m.scram.replay_remove_credential(r),
             mr.BeginTransactionRecord: self._replay_begin_transaction,
             mr.EndTransactionRecord: self._replay_end_transaction,
             mr.AbortTransactionRecord: self._replay_abort_transaction,
@@ -151,7 +164,7 @@ class QuorumControllerCore:
     def _replicated(self) -> tuple[Revertible[Any], ...]:
         """Every manager whose state records build; heartbeat sessions are not among them."""
         m = self.m
-        return (m.features, m.cluster, m.configs, m.replication, m.producer_ids)
+        return (m.features, m.cluster, m.configs, m.replication, m.producer_ids, m.acls, m.scram)
 
     def _replay_begin_transaction(self, record: Any, offset: int) -> None:
         if self._transaction_start is not None:
@@ -286,6 +299,20 @@ class QuorumControllerCore:
             lambda: _producer_ids.allocate_producer_ids(self.m.cluster, self.m.producer_ids, req, version),
         )
 
+    def create_acls(self, req: CreateAclsRequest, version: int) -> ControllerResult[CreateAclsResponse]:
+        return self._run("CreateAcls", lambda: _acls.create_acls(self.m.acls, self.m.random, req, version))
+
+    def delete_acls(self, req: DeleteAclsRequest, version: int) -> ControllerResult[DeleteAclsResponse]:
+        return self._run("DeleteAcls", lambda: _acls.delete_acls(self.m.acls, req, version))
+
+    def alter_user_scram_credentials(
+        self, req: AlterUserScramCredentialsRequest, version: int
+    ) -> ControllerResult[AlterUserScramCredentialsResponse]:
+        return self._run(
+            "AlterUserScramCredentials",
+            lambda: _scram.alter_user_scram_credentials(self.m.scram, self.metadata_version, req, version),
+        )
+
     def elect_leaders(
         self,
         election: Election,
@@ -335,6 +362,14 @@ class QuorumControllerCore:
     ) -> ListPartitionReassignmentsResponse:
         return _reassignment.list_partition_reassignments(self.m, req)
 
+    def describe_acls(self, req: DescribeAclsRequest, version: int) -> DescribeAclsResponse:
+        return _acls.describe_acls(self.m.acls, req, version)
+
+    def describe_user_scram_credentials(
+        self, req: DescribeUserScramCredentialsRequest, version: int
+    ) -> DescribeUserScramCredentialsResponse:
+        return _scram.describe_user_scram_credentials(self.m.scram, req)
+
     @property
     def metadata_version(self) -> int:
         return self.m.features.metadata_version
@@ -355,4 +390,6 @@ class QuorumControllerCore:
             m.configs.state(),
             m.replication.state(),
             m.producer_ids.next_producer_id,
+            m.acls.state(),
+            m.scram.state(),
         )

@@ -14,6 +14,7 @@ MV_3_3_IV1 = 5  # NoOpRecord
 MV_3_3_IV2 = 6  # BrokerRegistrationChangeRecord replaces Fence/UnfenceBrokerRecord
 MV_3_3_IV3 = 7  # InControlledShutdown
 MV_3_4_IV0 = 8  # ZooKeeper migration
+MV_3_5_IV2 = 11  # SCRAM credentials in the metadata log (KIP-554 under KRaft)
 MV_3_6_IV0 = 12  # an ISR shrink no longer bumps the leader epoch
 MV_3_6_IV1 = 13  # metadata transactions
 MV_3_7_IV0 = 15  # controller registration
@@ -26,6 +27,10 @@ LATEST_PRODUCTION = MV_3_9_IV0
 
 def is_directory_assignment_supported(level: int) -> bool:
     return level >= MV_3_7_IV2
+
+
+def is_scram_supported(level: int) -> bool:
+    return level >= MV_3_5_IV2
 
 
 def register_broker_record_version(level: int) -> int:

@@ -9,7 +9,6 @@ from controller.core.metadata_version import MV_3_3_IV0, MV_3_4_IV0, MV_3_6_IV1,
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import (
     AbortTransactionRecord,
-    AccessControlEntryRecord,
     BeginTransactionRecord,
     ClientQuotaRecord,
     EndTransactionRecord,
@@ -17,7 +16,6 @@ from protocol.metadata_records import (
     NoOpRecord,
     RegisterControllerRecord,
     UnknownRecord,
-    UserScramCredentialRecord,
     ZkMigrationStateRecord,
 )
 from protocol.rpc.allocate_producer_ids import AllocateProducerIdsRequest
@@ -40,9 +38,7 @@ def test_records_the_controller_does_not_act_on_are_accepted() -> None:
     c.replay_all(
         [
             amv(NoOpRecord()),
-            amv(AccessControlEntryRecord()),
             amv(ClientQuotaRecord()),
-            amv(UserScramCredentialRecord()),
         ],
         0,
     )
