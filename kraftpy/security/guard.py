@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import structlog
 
 from kraftpy.security.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
+from kraftpy.security.authorizer import bound_node_id
 from protocol.errors import Errors
 from protocol.rpc import API_SPECS
 from protocol.rpc.message import RpcMessage
@@ -104,17 +105,6 @@ class Asker:
         return self.may(op, RT.GROUP, name)
 
 
-def bound_node(principal: str, template: str) -> int | None:
-    """The node id `principal` stands for under `template` (`User:node-{id}`), None if it stands for none."""
-    if not template or "{id}" not in template:
-        return None
-    head, _, tail = template.partition("{id}")
-    if not (principal.startswith(head) and principal.endswith(tail)):
-        return None
-    digits = principal[len(head) : len(principal) - len(tail)]
-    return int(digits) if digits.isdigit() else None
-
-
 class ApiGuard:
     """Wraps handlers with the checks their API needs. `authorizer()` is None when no authorizer is
     configured (`authorizer.class.name` empty): then only the node binding applies."""
@@ -164,7 +154,7 @@ class ApiGuard:
         return guarded
 
     def _node_matches(self, principal: str, req: Any) -> bool:
-        node = bound_node(principal, self._template)
+        node = bound_node_id(principal, self._template)
         if node is None or node == getattr(req, "BrokerId", node):
             return True
         log.warning(

@@ -9,7 +9,7 @@ import pytest
 
 from kraftpy.security.acl import AclOperation as Op
 from kraftpy.security.acl import ResourceType as RT
-from kraftpy.security.guard import ApiGuard, bound_node
+from kraftpy.security.guard import ApiGuard
 from protocol.errors import Errors
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
@@ -162,17 +162,3 @@ async def test_without_an_authorizer_only_the_node_binding_applies() -> None:
     assert own.ErrorCode == 0
     assert other.ErrorCode == Errors.CLUSTER_AUTHORIZATION_FAILED
     assert [r.BrokerId for r in handler.calls] == [2]
-
-
-@pytest.mark.parametrize(
-    ("principal", "template", "node"),
-    [
-        ("User:node-3", "User:node-{id}", 3),
-        ("User:node-x", "User:node-{id}", None),
-        ("User:admin", "User:node-{id}", None),
-        ("User:CN=node-12,O=k", "User:CN=node-{id},O=k", 12),
-        ("User:node-3", "", None),
-    ],
-)
-def test_bound_node(principal: str, template: str, node: int | None) -> None:
-    assert bound_node(principal, template) == node
