@@ -16,7 +16,18 @@ import structlog
 from controller.event_queue import EventTimeoutError, QueueClosedError, WriteContext
 from controller.self_registration import register_from_request
 from protocol.errors import Errors, KafkaError
+from protocol.rpc.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
+from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.rpc.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.transport import collector_paused, run_large
 
 if TYPE_CHECKING:
@@ -103,8 +114,48 @@ class ControllerApis:
             ),
             "DescribeCluster": self._describe_cluster,
             "Metadata": self._metadata,
+            "CreateAcls": self.create_acls,
+            "DeleteAcls": self.delete_acls,
+            "DescribeAcls": self.describe_acls,
+            "AlterUserScramCredentials": self.alter_user_scram_credentials,
+            "DescribeUserScramCredentials": self.describe_user_scram_credentials,
             **RaftApis(self._raft, self._cluster_id).handlers(),
         }
+
+    # ---- ACLs and SCRAM credentials: one method per API, each the unit an authorizer guards ---------
+
+    async def create_acls(self, req: CreateAclsRequest, version: int) -> CreateAclsResponse:
+        handler = self._write("createAcls", lambda core, r, v, ctx: core.create_acls(r, v))
+        resp: CreateAclsResponse = await handler(req, version)
+        return resp
+
+    async def delete_acls(self, req: DeleteAclsRequest, version: int) -> DeleteAclsResponse:
+        handler = self._write("deleteAcls", lambda core, r, v, ctx: core.delete_acls(r, v))
+        resp: DeleteAclsResponse = await handler(req, version)
+        return resp
+
+    async def describe_acls(self, req: DescribeAclsRequest, version: int) -> DescribeAclsResponse:
+        handler = self._read("describeAcls", lambda core, r, v: core.describe_acls(r, v))
+        resp: DescribeAclsResponse = await handler(req, version)
+        return resp
+
+    async def alter_user_scram_credentials(
+        self, req: AlterUserScramCredentialsRequest, version: int
+    ) -> AlterUserScramCredentialsResponse:
+        handler = self._write(
+            "alterUserScramCredentials", lambda core, r, v, ctx: core.alter_user_scram_credentials(r, v)
+        )
+        resp: AlterUserScramCredentialsResponse = await handler(req, version)
+        return resp
+
+    async def describe_user_scram_credentials(
+        self, req: DescribeUserScramCredentialsRequest, version: int
+    ) -> DescribeUserScramCredentialsResponse:
+        handler = self._read(
+            "describeUserScramCredentials", lambda core, r, v: core.describe_user_scram_credentials(r, v)
+        )
+        resp: DescribeUserScramCredentialsResponse = await handler(req, version)
+        return resp
 
     async def _describe_cluster(self, req: Any, version: int) -> Any:
         from controller.describe_quorum import asks_for_controllers, describe_controllers

@@ -2,7 +2,8 @@
 
 `DataPlane(host)` is what a broker process plugs in (see host.py for the wiring): it serves Produce,
 Fetch (the multi-partition broker fetch), ListOffsets, Metadata, DescribeLogDirs, InitProducerId,
-and forwards CreateTopics / DeleteTopics to the controller.
+DescribeAcls and DescribeUserScramCredentials, and forwards CreateTopics / DeleteTopics, CreateAcls /
+DeleteAcls and AlterUserScramCredentials to the controller.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from broker.dataplane.handlers import DataPlaneHandlers
 from broker.dataplane.host import ConfiguredLogDir, DataPlaneHost, LocalLog
 from broker.dataplane.producer_ids import ProducerIdManager
 from broker.dataplane.replica_manager import ReplicaManager
+from broker.dataplane.security_apis import SecurityApis
 from broker.groups.coordinator import GroupConfig
 from broker.groups.service import GroupService
 from kraftpy.image import MetadataImage, TopicIdPartition
@@ -78,6 +80,12 @@ CLIENT_APIS = (
     # partition reassignment (KIP-455), forwarded to the controller
     "AlterPartitionReassignments",
     "ListPartitionReassignments",
+    # ACLs and SCRAM credentials: described from the image, changes forwarded to the controller
+    "CreateAcls",
+    "DeleteAcls",
+    "DescribeAcls",
+    "AlterUserScramCredentials",
+    "DescribeUserScramCredentials",
 )
 """What a broker serves to clients on its Kafka-protocol listeners (ApiVersions besides)."""
 
@@ -90,6 +98,7 @@ class DataPlane:
         self.replicas = ReplicaManager(host)
         self.producer_ids = ProducerIdManager(self._allocate_producer_ids)
         self.api = DataPlaneHandlers(self.replicas, self.producer_ids)
+        self.security = SecurityApis(lambda: self.replicas.image, host.controller)
         self.groups = GroupService(
             self.replicas,
             host.node_id,
@@ -121,6 +130,7 @@ class DataPlane:
             **self.groups.handlers(),
             "AlterPartitionReassignments": a.alter_partition_reassignments,
             "ListPartitionReassignments": a.list_partition_reassignments,
+            **self.security.handlers(),
         }
 
     def install(self, app: web.Application) -> None:
