@@ -11,16 +11,28 @@ Kafka's connection rules:
   advertised or a body that cannot be read: the connection is closed, nothing is handed to a handler;
 - ApiVersions at a version the listener does not know is answered at v0 with UNSUPPORTED_VERSION
   and the API list, so the client can retry at a version both know;
-- a handler's KafkaError becomes the API's error response; any other failure UNKNOWN_SERVER_ERROR.
+- a handler's KafkaError becomes the API's error response; any other failure UNKNOWN_SERVER_ERROR;
+- max.connections / max.connections.per.ip are counted at accept, before any TLS handshake, so a
+  flood of half-open TLS connections is refused like any other;
+- a connection silent for connections.max.idle.ms is closed, and so is one whose request frame
+  does not arrive in full within the request deadline once its size was read (a client trickling
+  bytes would otherwise hold the connection and its buffer forever).
+
+Security protocols: SSL and SASL_SSL wrap the connection in TLS (ssl_context); the principal of an
+SSL connection comes from the client's certificate (`principal_of`), that of a SASL one from its
+SCRAM exchange (protocol.transport.sasl), which must complete before any other request is served.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import struct
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 from aiohttp import web
@@ -29,8 +41,19 @@ from protocol.errors import Errors, KafkaError
 from protocol.rpc.api_versions import SPEC as API_VERSIONS_SPEC
 from protocol.rpc.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.rpc.message import RpcMessage
+from protocol.rpc.sasl_authenticate import SPEC as SASL_AUTHENTICATE_SPEC
+from protocol.rpc.sasl_authenticate import SaslAuthenticateRequest
+from protocol.rpc.sasl_handshake import SPEC as SASL_HANDSHAKE_SPEC
+from protocol.rpc.sasl_handshake import SaslHandshakeRequest
+from protocol.transport.connection_quotas import ConnectionQuotas
 from protocol.transport.context import REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import run_large
+from protocol.transport.sasl import (
+    SaslReply,
+    SaslServerAuthenticator,
+    ScramLookup,
+    check_mechanisms,
+)
 from protocol.transport.server import (
     DECODE_OFF_LOOP_BYTES,
     DEFAULT_MAX_BODY,
@@ -55,6 +78,63 @@ _SIZE = struct.Struct(">i")
 # Kafka 4 still lists Produce from v0 in ApiVersions (KAFKA-18659: older librdkafka refuses a
 # broker whose Produce starts above v0) and refuses v0-2 when they arrive.
 ADVERTISED_MIN = {"Produce": 0}
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+ANONYMOUS = "User:ANONYMOUS"
+
+SASL_MAX_RECEIVE_BYTES = 524288
+"""Kafka's sasl.server.max.receive.size: the largest frame read before authentication completed,
+so that an unauthenticated client cannot make the listener buffer socket.request.max.bytes."""
+
+DEFAULT_REQUEST_TIMEOUT_S = 30.0
+"""How long a request frame (once its size is read) and a TLS handshake may take to arrive."""
+
+FAILED_AUTH_DELAY_S = 0.1
+"""Kafka's connection.failed.authentication.delay.ms: a failed authentication is answered this much
+later, which slows a client guessing passwords over fresh connections."""
+
+# RFC 2253's keywords for the attributes Python's ssl module names by their long names
+_RFC2253_KEYWORDS = {
+    "commonName": "CN",
+    "countryName": "C",
+    "localityName": "L",
+    "stateOrProvinceName": "ST",
+    "organizationName": "O",
+    "organizationalUnitName": "OU",
+    "streetAddress": "STREET",
+    "domainComponent": "DC",
+    "userId": "UID",
+}
+
+
+def _rfc2253_value(value: str) -> str:
+    last = len(value) - 1
+    out = []
+    for i, c in enumerate(value):
+        special = c in ',+"\\<>;' or (i == 0 and c in "# ") or (i == last and c == " ")
+        out.append("\\" + c if special else c)
+    return "".join(out)
+
+
+def rfc2253_name(subject: Any) -> str:
+    """A certificate subject as getpeercert() gives it (RDNs in certificate order, each a tuple of
+    (attribute, value) pairs) in RFC 2253 form: most specific RDN first, as Java's X500Principal
+    prints it. Attributes without an RFC 2253 keyword keep their long name (Java would print the
+    OID and the DER value, which getpeercert() does not give)."""
+    rdns = []
+    for rdn in reversed(tuple(subject or ())):
+        rdns.append("+".join(f"{_RFC2253_KEYWORDS.get(k, k)}={_rfc2253_value(str(v))}" for k, v in rdn))
+    return ",".join(rdns)
+
+
+def ssl_principal(cert: Mapping[str, Any] | None) -> str:
+    """Kafka's default principal of an SSL connection: `User:` and the client certificate's subject
+    DN, or User:ANONYMOUS when the client sent none (ssl.client.auth=none or requested)."""
+    if not cert or not cert.get("subject"):
+        return ANONYMOUS
+    return f"User:{rfc2253_name(cert['subject'])}"
 
 
 BYTES_HEAVY = frozenset({"Produce"})
@@ -83,17 +163,68 @@ def _many_structs(resp: RpcMessage) -> bool:
 
 
 @dataclass
+class _Connection:
+    """What the listener knows of one connection between its requests."""
+
+    peer: object
+    host: str
+    principal: str = ANONYMOUS
+    sasl: SaslServerAuthenticator | None = None
+    closing: bool = False
+    """Close once the answer being written is out (a failed authentication)."""
+
+
+@dataclass
 class KafkaListener:
     """Kafka's protocol on one listener of a process whose RPC app is `app`; handlers learn the
-    listener a request came in on from protocol.transport.context."""
+    listener a request came in on, and who sent it, from protocol.transport.context."""
 
     app: web.Application
     name: str
     apis: tuple[str, ...]
     max_request_bytes: int = DEFAULT_MAX_BODY
+    security_protocol: str = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    """Server-side TLS for SSL and SASL_SSL; its verify mode is ssl.client.auth."""
+    sasl_mechanisms: tuple[str, ...] = ()
+    """sasl.enabled.mechanisms, for SASL_PLAINTEXT and SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512)."""
+    scram_lookup: ScramLookup | None = None
+    principal_of: Callable[[Mapping[str, Any] | None], str] = ssl_principal
+    """The principal of an SSL connection from getpeercert() (None or {} without a client cert)."""
+    connection_quotas: ConnectionQuotas | None = None
+    idle_timeout_s: float | None = None
+    """connections.max.idle.ms: a connection that sends nothing for this long is closed."""
+    request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S
+    failed_auth_delay_s: float = FAILED_AUTH_DELAY_S
     _server: asyncio.Server | None = None
     _conns: set[asyncio.Task[None]] = field(default_factory=set)
     _table: tuple[frozenset[str], dict[int, tuple[str, WireApi]]] | None = None
+
+    def __post_init__(self) -> None:
+        if self.security_protocol not in SECURITY_PROTOCOLS:
+            raise ValueError(
+                f"listener {self.name}: security protocol {self.security_protocol!r} is not one of "
+                f"{', '.join(SECURITY_PROTOCOLS)}"
+            )
+        if self.uses_tls and self.ssl_context is None:
+            raise ValueError(f"listener {self.name}: {self.security_protocol} needs an SSL context")
+        if not self.uses_tls and self.ssl_context is not None:
+            raise ValueError(f"listener {self.name}: {self.security_protocol} takes no SSL context")
+        if self.uses_sasl:
+            try:
+                self.sasl_mechanisms = check_mechanisms(self.sasl_mechanisms)
+            except ValueError as e:
+                raise ValueError(f"listener {self.name}: {e}") from None
+            if self.scram_lookup is None:
+                raise ValueError(f"listener {self.name}: SASL/SCRAM needs a credential lookup")
+
+    @property
+    def uses_tls(self) -> bool:
+        return self.security_protocol in ("SSL", "SASL_SSL")
+
+    @property
+    def uses_sasl(self) -> bool:
+        return self.security_protocol in ("SASL_PLAINTEXT", "SASL_SSL")
 
     # ---- what is served -------------------------------------------------------------------------
 
@@ -109,6 +240,11 @@ class KafkaListener:
         out: dict[int, tuple[str, WireApi]] = {
             API_VERSIONS_KEY: ("ApiVersions", wire_api(API_VERSIONS_SPEC, 0, API_VERSIONS_SPEC.max_version))
         }
+        if self.uses_sasl:
+            # served by the listener itself, not by the app
+            hs, auth = SASL_HANDSHAKE_SPEC, SASL_AUTHENTICATE_SPEC
+            out[hs.api_key] = (hs.name, wire_api(hs, hs.min_version, hs.max_version))
+            out[auth.api_key] = (auth.name, wire_api(auth, auth.min_version, auth.max_version))
         for name in self.apis:
             spec = specs.get(name)
             if spec is None or name not in names:
@@ -147,40 +283,111 @@ class KafkaListener:
         assert task is not None
         self._conns.add(task)
         peer = writer.get_extra_info("peername")
+        conn = _Connection(peer, peer[0] if isinstance(peer, tuple) else str(peer))
+        quotas = self.connection_quotas
+        counted = False
         try:
-            while True:
-                try:
-                    head = await reader.readexactly(4)
-                except asyncio.IncompleteReadError:
-                    return  # the client hung up between requests
-                (size,) = _SIZE.unpack(head)
-                if size < 0 or size > self.max_request_bytes:
-                    log.warning(
-                        "request refused: closing the connection",
-                        listener=self.name,
-                        peer=peer,
-                        reason=f"frame of {size} bytes, socket.request.max.bytes={self.max_request_bytes}",
-                    )
+            if quotas is not None:
+                refused = quotas.try_acquire(conn.host)
+                if refused is not None:
+                    log.warning("connection refused", listener=self.name, peer=peer, reason=refused)
                     return
-                try:
-                    frame = await reader.readexactly(size)
-                except asyncio.IncompleteReadError:
-                    return  # truncated frame: the client went away mid-request
-                answer = await self._answer(frame, peer)
-                if answer is None:
-                    return
-                writer.write(answer)
-                await writer.drain()
+                counted = True
+            if self.ssl_context is not None and not await self._start_tls(writer, conn):
+                return
+            if self.uses_sasl:
+                assert self.scram_lookup is not None
+                conn.sasl = SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup)
+            await self._serve(reader, writer, conn)
         except (ConnectionError, OSError):
             return
+        except asyncio.CancelledError:
+            # stop() cancels and then awaits every connection; ending normally spares asyncio's
+            # stream callback, which on 3.11 raises when it inspects a cancelled task
+            return
         finally:
+            if counted:
+                assert quotas is not None
+                quotas.release(conn.host)
             self._conns.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _answer(self, frame: bytes, peer: object) -> bytes | None:
+    async def _start_tls(self, writer: asyncio.StreamWriter, conn: _Connection) -> bool:
+        """The TLS handshake, bounded like a request; False when it failed (the connection closes)."""
+        assert self.ssl_context is not None
+        try:
+            await writer.start_tls(self.ssl_context, ssl_handshake_timeout=self.request_timeout_s)
+        except (OSError, EOFError) as e:  # ssl.SSLError, a reset, a handshake timeout are all OSErrors
+            log.info(
+                "failed authentication (SSL handshake failed)",
+                listener=self.name,
+                peer=conn.peer,
+                error=str(e),
+            )
+            return False
+        if self.security_protocol == "SSL":
+            tls = writer.get_extra_info("ssl_object")
+            conn.principal = self.principal_of(tls.getpeercert() if tls is not None else None)
+        return True
+
+    async def _serve(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection
+    ) -> None:
+        peer = conn.peer
+        while True:
+            try:
+                async with asyncio.timeout(self.idle_timeout_s):
+                    head = await reader.readexactly(4)
+            except asyncio.IncompleteReadError:
+                return  # the client hung up between requests
+            except TimeoutError:
+                log.info(
+                    "idle connection closed",
+                    listener=self.name,
+                    peer=peer,
+                    reason=f"nothing received in {self.idle_timeout_s} s (connections.max.idle.ms)",
+                )
+                return
+            (size,) = _SIZE.unpack(head)
+            limit = self.max_request_bytes
+            if conn.sasl is not None and not conn.sasl.complete:
+                limit = min(limit, SASL_MAX_RECEIVE_BYTES)
+            if size < 0 or size > limit:
+                reason = f"frame of {size} bytes, socket.request.max.bytes={self.max_request_bytes}"
+                if limit != self.max_request_bytes:
+                    reason = (
+                        f"frame of {size} bytes before authentication, sasl.server.max.receive.size={limit}"
+                    )
+                log.warning(
+                    "request refused: closing the connection", listener=self.name, peer=peer, reason=reason
+                )
+                return
+            try:
+                async with asyncio.timeout(self.request_timeout_s):
+                    frame = await reader.readexactly(size)
+            except asyncio.IncompleteReadError:
+                return  # truncated frame: the client went away mid-request
+            except TimeoutError:
+                log.warning(
+                    "request refused: closing the connection",
+                    listener=self.name,
+                    peer=peer,
+                    reason=f"a frame of {size} bytes did not arrive within {self.request_timeout_s} s",
+                )
+                return
+            answer = await self._answer(frame, conn)
+            if answer is None:
+                return
+            writer.write(answer)
+            await writer.drain()
+            if conn.closing:
+                return
+
+    async def _answer(self, frame: bytes, conn: _Connection) -> bytes | None:
         """The whole response frame, or None to close the connection."""
+        peer = conn.peer
         metrics = self.app[METRICS]
         start = time.perf_counter()
         try:
@@ -195,6 +402,19 @@ class KafkaListener:
         label = entry[0] if entry else "unknown"
         outcome = Errors.NONE
         try:
+            if conn.sasl is not None and (refusal := conn.sasl.admit(key)) is not None:
+                outcome = refusal.error or Errors.ILLEGAL_SASL_STATE
+                log.warning(
+                    "request refused: closing the connection",
+                    listener=self.name,
+                    peer=peer,
+                    reason=refusal.reason,
+                )
+                if refusal.error is None or entry is None or not entry[1].spec.supports(version):
+                    return None
+                conn.closing = True
+                api = entry[1]
+                return self._frame(api, api.spec.error_response(refusal.error), version, correlation)
             if entry is None:
                 outcome = Errors.INVALID_REQUEST
                 log.warning(
@@ -236,9 +456,22 @@ class KafkaListener:
                     reason=str(e),
                 )
                 return None
-            host = peer[0] if isinstance(peer, tuple) else str(peer)
-            REQUEST_CONTEXT.set(RequestContext(self.name, header.client_id or "", f"/{host}"))
+            REQUEST_CONTEXT.set(
+                RequestContext(
+                    self.name,
+                    header.client_id or "",
+                    f"/{conn.host}",
+                    principal=conn.principal,
+                    security_protocol=self.security_protocol,
+                )
+            )
+            if conn.sasl is not None and name in (SASL_HANDSHAKE_SPEC.name, SASL_AUTHENTICATE_SPEC.name):
+                reply = await self._sasl(conn, conn.sasl, req, version)
+                outcome = Errors(getattr(reply.response, "ErrorCode", 0) or 0)
+                return self._frame(api, reply.response, version, correlation)
             resp, outcome = await self._handle(name, api, req, version)
+            if conn.sasl is not None and name == "ApiVersions":
+                conn.sasl.api_versions_answered()
             if _many_structs(resp):
                 return await run_large(self._frame, api, resp, version, correlation)
             return self._frame(api, resp, version, correlation)
@@ -246,6 +479,24 @@ class KafkaListener:
             metrics.requests.labels(label).inc()
             metrics.errors.labels(label, outcome.name).inc()
             metrics.latency.labels(label).observe((time.perf_counter() - start) * 1000)
+
+    async def _sasl(
+        self, conn: _Connection, sasl: SaslServerAuthenticator, req: RpcMessage, version: int
+    ) -> SaslReply:
+        """A SaslHandshake or SaslAuthenticate through the connection's authenticator."""
+        if isinstance(req, SaslHandshakeRequest):
+            reply = sasl.handshake(req, version)
+        else:
+            assert isinstance(req, SaslAuthenticateRequest)
+            reply = sasl.authenticate(req)
+        if reply.close:
+            conn.closing = True
+            log.info("failed authentication", listener=self.name, peer=conn.peer, reason=reply.reason)
+            await asyncio.sleep(self.failed_auth_delay_s)
+        elif sasl.principal is not None:
+            conn.principal = sasl.principal
+            log.debug("authenticated", listener=self.name, peer=conn.peer, principal=conn.principal)
+        return reply
 
     async def _handle(
         self, name: str, api: WireApi, req: RpcMessage, version: int
