@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl as _ssl
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,11 @@ NO_RETRIES = RetryPolicy(attempts=1)
 
 
 class RpcClient:
-    """One peer, one aiohttp ClientSession (so connections are kept alive and reused)."""
+    """One peer, one aiohttp ClientSession (so connections are kept alive and reused).
+
+    With `ssl` (a client context) the peer is dialled over TLS: an `http://` URL becomes `https://`,
+    so callers keep building URLs from listener addresses alike. `client_id` is sent with each
+    request (Kafka's client.id) for the server's logs and request context."""
 
     def __init__(
         self,
@@ -53,8 +58,15 @@ class RpcClient:
         retry: RetryPolicy = RetryPolicy(),
         encoding: Encoding = "msgpack",
         specs: Mapping[str, ApiSpec] | None = None,
+        ssl: _ssl.SSLContext | None = None,
+        client_id: str | None = None,
     ) -> None:
-        self.base_url = base_url.rstrip("/")
+        base_url = base_url.rstrip("/")
+        if ssl is not None and base_url.startswith("http://"):
+            base_url = "https://" + base_url[len("http://") :]
+        self.base_url = base_url
+        self.ssl = ssl
+        self.client_id = client_id
         self.timeout = timeout
         self.retry = retry
         self.encoding: Encoding = encoding
@@ -64,7 +76,10 @@ class RpcClient:
     def _session_or_new(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=100, keepalive_timeout=30),
+                # True: aiohttp's default verification, for an https:// URL given without a context.
+                connector=aiohttp.TCPConnector(
+                    limit=100, keepalive_timeout=30, ssl=self.ssl if self.ssl is not None else True
+                ),
                 raise_for_status=False,
             )
         return self._session
@@ -90,6 +105,8 @@ class RpcClient:
         enc: Encoding = encoding or self.encoding
         body = codec.encode(request.to_wire(version, enc), enc)
         headers = {"Content-Type": codec.CONTENT_TYPES[enc], codec.API_VERSION_HEADER: str(version)}
+        if self.client_id:
+            headers[codec.CLIENT_ID_HEADER] = self.client_id
         policy = retry or self.retry
         per_call = aiohttp.ClientTimeout(total=timeout if timeout is not None else self.timeout)
         url = f"{self.base_url}/rpc/{api}"
@@ -104,6 +121,12 @@ class RpcClient:
                 ) as resp:
                     payload = await resp.read()
                     return self._parse(spec, version, resp, payload)
+            except aiohttp.ClientConnectorCertificateError as e:
+                # The peer's certificate is not one this side trusts: asking again changes nothing.
+                raise RpcConnectionError(
+                    Errors.NETWORK_EXCEPTION,
+                    f"{api} to {self.base_url}: TLS certificate refused: {e.certificate_error}",
+                ) from None
             except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, TimeoutError) as e:
                 last = e
                 log.debug("rpc attempt failed", api=api, url=url, attempt=attempt + 1, error=repr(e))

@@ -23,6 +23,8 @@ _BY_MIME: dict[str, Encoding] = {
 
 API_VERSION_HEADER = "Kafka-Api-Version"
 ERROR_MESSAGE_HEADER = "Kafka-Error-Message"
+CLIENT_ID_HEADER = "Kafka-Client-Id"
+"""The caller's client.id, as a Kafka request header carries it (handlers see it in the request context)."""
 
 
 def encoding_for(content_type: str | None) -> Encoding | None:

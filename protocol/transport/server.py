@@ -11,14 +11,22 @@ and may install a health hook reporting readiness. Failures reach the caller as 
   default), the message in the `Kafka-Error-Message` header;
 - the handler raises anything else: as above with UNKNOWN_SERVER_ERROR (-1); the traceback goes to
   the server log only.
+
+`start_server` accepts connections itself, as Kafka's Acceptor does: each is counted against the
+listener's ConnectionQuotas before anything else (one over a bound is closed at once, before any TLS
+handshake), then upgraded to TLS when the listener has an SSLContext, and only then handed to aiohttp.
+Each request's handler sees who is asking in `protocol.transport.context.REQUEST_CONTEXT`: the
+listener, the peer's host and the principal the caller's `principal_of` made of its certificate.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import inspect
 import json
+import ssl
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
@@ -40,6 +48,8 @@ import protocol.transport.codec as codec
 from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
+from protocol.transport.connection_quotas import ConnectionQuotas
+from protocol.transport.context import REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import collector_paused, run_large
 
 T = TypeVar("T")
@@ -50,12 +60,20 @@ Handler = Callable[[Any, int], Awaitable[RpcMessage]]
 HealthHook = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 """Returns details merged into /healthz; a "status" other than "ok" makes /healthz answer 503."""
 
+PrincipalOf = Callable[[Mapping[str, Any] | None], str]
+"""Maps a TLS peer's certificate (`getpeercert()`; None when it sent none) to a principal, `User:...`.
+Raising refuses the connection (Kafka fails the authentication when no mapping rule matches)."""
+
+ANONYMOUS = "User:ANONYMOUS"
+
 HANDLERS = web.AppKey("kraftpy_rpc_handlers", dict)
 SPECS = web.AppKey("kraftpy_rpc_specs", dict)
 REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
 HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
 BODY_TIMEOUT = web.AppKey("kraftpy_body_timeout_s", float)
+CONNECTIONS = web.AppKey("kraftpy_connections", dict)
+"""{transport: RequestContext} of every connection start_server accepted and has not closed."""
 
 LOOP_LAG_INTERVAL_S = 0.02
 """How often the loop-lag probe wakes: a stall shows as a wake-up that much later than asked."""
@@ -140,6 +158,7 @@ def create_app(
     app[REGISTRY] = registry
     app[METRICS] = _RpcMetrics(registry)
     app[BODY_TIMEOUT] = body_timeout_s
+    app[CONNECTIONS] = {}
     # A one-slot list, so a hook can be installed after the app started (app state is frozen then).
     app[HEALTH_HOOK] = [health]
     for name, handler in (handlers or {}).items():
@@ -239,14 +258,27 @@ async def _rpc(request: web.Request) -> web.Response:
     start = time.perf_counter()
     encoding = codec.encoding_for(request.content_type) or "json"
     outcome = Errors.NONE
+    # aiohttp runs each request in its own task, so the context is this request's alone.
+    token = REQUEST_CONTEXT.set(_request_context(request))
     try:
         response, outcome = await _serve(request, api, encoding)
         return response
     finally:
+        REQUEST_CONTEXT.reset(token)
         label = api if api in app[SPECS] else "unknown"
         metrics.requests.labels(label).inc()
         metrics.errors.labels(label, outcome.name).inc()
         metrics.latency.labels(label).observe((time.perf_counter() - start) * 1000)
+
+
+def _request_context(request: web.Request) -> RequestContext:
+    transport = request.transport
+    base = request.app[CONNECTIONS].get(transport) if transport is not None else None
+    if base is None:
+        # A connection start_server did not accept (an app served by a runner of the caller's own).
+        base = RequestContext(listener="", client_id="", client_host=request.remote or "")
+    client_id = request.headers.get(codec.CLIENT_ID_HEADER, "")
+    return dataclasses.replace(base, client_id=client_id) if client_id else base
 
 
 async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[web.Response, Errors]:
@@ -365,14 +397,251 @@ async def _metrics(request: web.Request) -> web.Response:
 # aiohttp's default (60 s) would let one Produce parked for its acks outlast a broker's whole stop.
 SHUTDOWN_GRACE_S = 2.0
 
+DEFAULT_HANDSHAKE_TIMEOUT_S = 10.0
+"""How long a TLS client may take over its handshake: a connection counts against the quotas from
+its accept, so one that never finishes must not hold its place for long."""
+
+NO_IDLE_LIMIT_S = 10.0**9
+
+
+@dataclasses.dataclass(frozen=True)
+class _Listener:
+    """What start_server was told about the listener it serves."""
+
+    app: web.Application
+    name: str
+    security_protocol: str
+    ssl_context: ssl.SSLContext | None
+    principal_of: PrincipalOf | None
+    quotas: ConnectionQuotas | None
+    handshake_timeout_s: float
+
+
+class _Gate(asyncio.Protocol):
+    """One accepted connection: counted against the quotas, upgraded to TLS when the listener has a
+    context, then handed to aiohttp's request handler, to which it forwards everything after.
+
+    It stays the connection's protocol to the end so it learns when the connection closes: then its
+    place in the quotas is given back, however the connection ended (refused handshake, idle
+    timeout, server stop)."""
+
+    def __init__(self, site: _ListenerSite) -> None:
+        self._site = site
+        self._listener = site.listener
+        self._transport: asyncio.BaseTransport | None = None
+        self._ip: str | None = None
+        self._inner: asyncio.Protocol | None = None
+        self._pending: list[bytes] = []
+        self._eof = False
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- accept
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        listener = self._listener
+        peer = transport.get_extra_info("peername")
+        ip = str(peer[0]) if peer else ""
+        if listener.quotas is not None:
+            refused = listener.quotas.try_acquire(ip)
+            if refused is not None:
+                log.info("connection refused at accept", listener=listener.name, peer=ip, reason=refused)
+                self._closed = True
+                transport.abort()
+                return
+        self._ip = ip
+        self._site.gates.add(self)
+        if listener.ssl_context is None:
+            self._hand_over(transport, ANONYMOUS)
+            return
+        # Nothing is read until start_tls owns the socket: the ClientHello is the TLS protocol's.
+        assert isinstance(transport, asyncio.Transport)
+        transport.pause_reading()
+        self._transport = transport
+        self._task = asyncio.get_running_loop().create_task(
+            self._handshake(transport, listener.ssl_context), name=f"tls-handshake-{listener.name}"
+        )
+
+    async def _handshake(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+        listener = self._listener
+        try:
+            tls = await asyncio.get_running_loop().start_tls(
+                transport,
+                self,
+                context,
+                server_side=True,
+                ssl_handshake_timeout=listener.handshake_timeout_s,
+            )
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
+            # Kafka logs a failed handshake as a failed authentication, at INFO.
+            log.info("TLS handshake failed", listener=listener.name, peer=self._ip, error=str(e) or repr(e))
+            # The TLS layer tells the protocol of a loss only once the handshake is over.
+            self._release()
+            return
+        except BaseException:
+            self._release()
+            raise
+        if tls is None:
+            # The peer went away mid-handshake (the TLS layer then answers no transport, no error).
+            log.info("TLS handshake failed", listener=listener.name, peer=self._ip, error="connection closed")
+            self._release()
+            return
+        if self._closed:
+            return
+        cert = tls.get_extra_info("peercert")
+        try:
+            principal = listener.principal_of(cert) if listener.principal_of is not None else ANONYMOUS
+        except Exception as e:
+            log.info(
+                "no principal for the client certificate", listener=listener.name, peer=self._ip, error=str(e)
+            )
+            tls.abort()
+            return
+        self._hand_over(tls, principal)
+
+    def _hand_over(self, transport: asyncio.BaseTransport, principal: str) -> None:
+        listener = self._listener
+        server = self._site.runner_server()
+        if server is None:  # the runner is shutting down
+            transport.abort()
+            return
+        self._transport = transport
+        listener.app[CONNECTIONS][transport] = RequestContext(
+            listener=listener.name,
+            client_id="",
+            client_host=self._ip or "",
+            principal=principal,
+            security_protocol=listener.security_protocol,
+        )
+        inner = self._inner = server()
+        inner.connection_made(transport)
+        # Bytes the TLS layer decrypted while the handshake's task was still on its way here.
+        pending, self._pending = self._pending, []
+        for data in pending:
+            inner.data_received(data)
+        if self._eof:
+            inner.eof_received()
+
+    # -- forwarded to aiohttp once it has the connection
+
+    def data_received(self, data: bytes) -> None:
+        if self._inner is not None:
+            self._inner.data_received(data)
+        elif not self._closed:
+            self._pending.append(data)
+
+    def eof_received(self) -> bool | None:
+        if self._inner is not None:
+            return self._inner.eof_received()
+        self._eof = True
+        return None
+
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
+
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        if self._release() and self._inner is not None:
+            self._inner.connection_lost(exc)
+
+    def _release(self) -> bool:
+        """Give the connection's place back, once; False when that was done already."""
+        if self._closed:
+            return False
+        self._closed = True
+        self._site.gates.discard(self)
+        if self._ip is not None and self._listener.quotas is not None:
+            self._listener.quotas.release(self._ip)
+        if self._transport is not None:
+            self._listener.app[CONNECTIONS].pop(self._transport, None)
+        return True
+
+    def abort(self) -> None:
+        """Cut a connection whose handshake is not over (the server is stopping)."""
+        if self._inner is None and self._transport is not None:
+            self._transport.abort()
+
+
+class _ListenerSite(web.TCPSite):
+    """A TCPSite whose connections pass through a _Gate (aiohttp's own would start TLS itself, before
+    a connection could be counted)."""
+
+    def __init__(self, runner: web.AppRunner, host: str, port: int, listener: _Listener) -> None:
+        super().__init__(runner, host, port, ssl_context=listener.ssl_context, reuse_address=True)
+        self.listener = listener
+        self.gates: set[_Gate] = set()
+
+    def runner_server(self) -> web.Server | None:
+        return self._runner.server
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(
+            lambda: _Gate(self),
+            self._host,
+            self._port,
+            backlog=self._backlog,
+            reuse_address=self._reuse_address,
+            reuse_port=self._reuse_port,
+        )
+
+    async def stop(self) -> None:
+        await super().stop()
+        for gate in list(self.gates):
+            gate.abort()
+
 
 async def start_server(
-    app: web.Application, host: str = "127.0.0.1", port: int = 0
+    app: web.Application,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ssl_context: ssl.SSLContext | None = None,
+    *,
+    listener: str = "",
+    security_protocol: str | None = None,
+    principal_of: PrincipalOf | None = None,
+    quotas: ConnectionQuotas | None = None,
+    idle_timeout_s: float | None = None,
+    handshake_timeout_s: float = DEFAULT_HANDSHAKE_TIMEOUT_S,
 ) -> tuple[web.AppRunner, int]:
-    """Start serving `app`; returns the runner (call `await runner.cleanup()` to stop) and the bound port."""
-    runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S)
+    """Start serving `app`; returns the runner (call `await runner.cleanup()` to stop) and the bound port.
+
+    `ssl_context`: serve TLS (a server context; its verify mode decides whether clients must present
+    a certificate). `principal_of` names the peer of a TLS connection from its certificate; without
+    it every connection is User:ANONYMOUS. `listener` and `security_protocol` (default: SSL with a
+    context, PLAINTEXT without) are what handlers see in the request context. `quotas` bounds the
+    connections (a connection over a bound is closed at accept), `idle_timeout_s` closes a connection
+    that has carried no request for that long (Kafka's connections.max.idle.ms; negative: never)."""
+    if idle_timeout_s is None:
+        runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S)
+    else:
+        runner = web.AppRunner(
+            app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_GRACE_S,
+            keepalive_timeout=idle_timeout_s if idle_timeout_s >= 0 else NO_IDLE_LIMIT_S,
+        )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True)
-    await site.start()
+    spec = _Listener(
+        app=app,
+        name=listener,
+        security_protocol=security_protocol or ("SSL" if ssl_context is not None else "PLAINTEXT"),
+        ssl_context=ssl_context,
+        principal_of=principal_of,
+        quotas=quotas,
+        handshake_timeout_s=handshake_timeout_s,
+    )
+    site = _ListenerSite(runner, host, port, spec)
+    try:
+        await site.start()
+    except BaseException:
+        await runner.cleanup()
+        raise
     bound = runner.addresses[-1][1] if port == 0 else port
     return runner, bound
