@@ -448,13 +448,19 @@ class KafkaConfig(BaseModel):
                 raise ValueError(
                     f"invalid value for configuration ssl.enabled.protocols: {name!r} (TLSv1.2 and TLSv1.3 are supported)"
                 )
+        known = self.kafka_names()
+        overridden = {
+            found[0] for k in self._originals if (found := _listener_override(k, known)) is not None
+        }
+        for name in sorted(overridden):
+            try:
+                self.listener_config(name)
+            except ConfigError as e:
+                raise ValueError(str(e).removeprefix(f"{self._source}: ")) from None
         for spec in self.listener_list:
             if self.security_protocol_name(spec.name, strict=False) not in TLS_PROTOCOLS:
                 continue
-            try:
-                own = self.listener_config(spec.name)
-            except ConfigError as e:
-                raise ValueError(str(e).removeprefix(f"{self._source}: ")) from None
+            own = self.listener_config(spec.name)
             prefix = _override_name(self, spec.name, "ssl.keystore.location")
             if not own.ssl_keystore_location:
                 raise ValueError(
