@@ -1,4 +1,5 @@
-"""An admin client: topics (create, list, describe, delete) and log dirs, through any broker or controller.
+"""An admin client: topics (create, list, describe, delete), log dirs, ACLs and SCRAM credentials,
+through any broker or controller.
 
 A broker forwards CreateTopics / DeleteTopics to the active controller (as KRaft brokers do); a
 controller answers them itself. Metadata works on both. DescribeLogDirs goes to each broker.
@@ -10,18 +11,39 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
+from kraftpy.security.acl import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    PatternType,
+    ResourceType,
+)
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from protocol.rpc.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
+from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.rpc.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.rpc.metadata import MetadataResponse
 from tools.client.cluster import BrokerInfo, ClusterMetadata, ConnectionPool, TopicInfo, topics_from
 from tools.client.errors import ClientError, as_error
 
 CREATE_TOPICS_VERSION = 7
 DELETE_TOPICS_VERSION = 6
+ACLS_VERSION = 3  # CreateAcls, DescribeAcls, DeleteAcls
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +51,15 @@ class TopicResult:
     name: str
     error: Errors
     message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemResult:
+    """One creation, filter or user of an ACL or SCRAM request: its error and what it matched."""
+
+    error: Errors
+    message: str | None = None
+    matched: tuple[AclBinding, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,3 +265,145 @@ class Admin:
                     (c.Name, c.Value) for c in r.Configs if c.ConfigSource != SOURCE_DEFAULT_CONFIG
                 )
         return out
+
+    # ---- ACLs ---------------------------------------------------------------------------------------
+
+    async def create_acls(self, bindings: Sequence[AclBinding]) -> list[ItemResult]:
+        """CreateAcls; one result per binding, in order (an answer that leaves one out gets
+        UNKNOWN_SERVER_ERROR for it, as Kafka's admin client does)."""
+        C = CreateAclsRequest
+        req = C(
+            Creations=[
+                C.AclCreation(
+                    ResourceType=int(b.resource_type),
+                    ResourceName=b.resource_name,
+                    ResourcePatternType=int(b.pattern_type),
+                    Principal=b.principal,
+                    Host=b.host,
+                    Operation=int(b.operation),
+                    PermissionType=int(b.permission),
+                )
+                for b in bindings
+            ]
+        )
+        resp = await self._call_any("CreateAcls", req, ACLS_VERSION)
+        assert isinstance(resp, CreateAclsResponse)
+        results = [ItemResult(as_error(r.ErrorCode), r.ErrorMessage) for r in resp.Results]
+        return _pad(results, len(bindings), "CreateAcls")
+
+    async def describe_acls(self, flt: AclBindingFilter = AclBindingFilter.ANY) -> list[AclBinding]:
+        """The ACLs `flt` matches; ClientError when the server refuses the filter."""
+        req = DescribeAclsRequest(
+            ResourceTypeFilter=int(flt.resource_type),
+            ResourceNameFilter=flt.resource_name,
+            PatternTypeFilter=int(flt.pattern_type),
+            PrincipalFilter=flt.principal,
+            HostFilter=flt.host,
+            Operation=int(flt.operation),
+            PermissionType=int(flt.permission),
+        )
+        resp = await self._call_any("DescribeAcls", req, ACLS_VERSION)
+        assert isinstance(resp, DescribeAclsResponse)
+        if resp.ErrorCode:
+            raise ClientError(as_error(resp.ErrorCode), resp.ErrorMessage or "DescribeAcls refused")
+        return [
+            _binding(r.ResourceType, r.ResourceName, r.PatternType, a) for r in resp.Resources for a in r.Acls
+        ]
+
+    async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[ItemResult]:
+        """DeleteAcls; per filter, its error and the ACLs it removed."""
+        D = DeleteAclsRequest
+        req = D(
+            Filters=[
+                D.DeleteAclsFilter(
+                    ResourceTypeFilter=int(f.resource_type),
+                    ResourceNameFilter=f.resource_name,
+                    PatternTypeFilter=int(f.pattern_type),
+                    PrincipalFilter=f.principal,
+                    HostFilter=f.host,
+                    Operation=int(f.operation),
+                    PermissionType=int(f.permission),
+                )
+                for f in filters
+            ]
+        )
+        resp = await self._call_any("DeleteAcls", req, ACLS_VERSION)
+        assert isinstance(resp, DeleteAclsResponse)
+        results = [
+            ItemResult(
+                as_error(r.ErrorCode),
+                r.ErrorMessage,
+                tuple(_binding(a.ResourceType, a.ResourceName, a.PatternType, a) for a in r.MatchingAcls),
+            )
+            for r in resp.FilterResults
+        ]
+        return _pad(results, len(filters), "DeleteAcls")
+
+    # ---- SCRAM credentials ----------------------------------------------------------------------------
+
+    async def describe_user_scram_credentials(
+        self, users: Sequence[str] | None = None
+    ) -> DescribeUserScramCredentialsResponse:
+        """Each user's mechanisms and iterations (every user with a credential when None or empty)."""
+        D = DescribeUserScramCredentialsRequest
+        req = D(Users=[D.UserName(Name=u) for u in users] if users else None)
+        resp = await self._call_any("DescribeUserScramCredentials", req, 0)
+        assert isinstance(resp, DescribeUserScramCredentialsResponse)
+        if resp.ErrorCode:
+            raise ClientError(
+                as_error(resp.ErrorCode), resp.ErrorMessage or "DescribeUserScramCredentials refused"
+            )
+        return resp
+
+    async def alter_user_scram_credentials(
+        self,
+        upsertions: Sequence[AlterUserScramCredentialsRequest.ScramCredentialUpsertion] = (),
+        deletions: Sequence[AlterUserScramCredentialsRequest.ScramCredentialDeletion] = (),
+    ) -> dict[str, ItemResult]:
+        """AlterUserScramCredentials; each user's result. Upsertions carry the salted password,
+        never the password (kraftpy.security.scram.salted_password)."""
+        req = AlterUserScramCredentialsRequest(Upsertions=list(upsertions), Deletions=list(deletions))
+        resp = await self._call_any("AlterUserScramCredentials", req, 0)
+        assert isinstance(resp, AlterUserScramCredentialsResponse)
+        out = {r.User: ItemResult(as_error(r.ErrorCode), r.ErrorMessage) for r in resp.Results}
+        for user in (a.Name for a in (*deletions, *upsertions)):
+            out.setdefault(user, ItemResult(Errors.UNKNOWN_SERVER_ERROR, "the answer did not name this user"))
+        return out
+
+
+_E = TypeVar("_E", ResourceType, PatternType, AclOperation, AclPermissionType)
+
+
+def _code(enum_type: type[_E], value: int) -> _E:
+    try:
+        return enum_type(value)
+    except ValueError:
+        return enum_type(0)  # UNKNOWN: a code newer than this client
+
+
+def _binding(resource_type: int, name: str, pattern_type: int, entry: _Entry) -> AclBinding:
+    return AclBinding(
+        _code(ResourceType, resource_type),
+        name,
+        _code(PatternType, pattern_type),
+        entry.Principal,
+        entry.Host,
+        _code(AclOperation, entry.Operation),
+        _code(AclPermissionType, entry.PermissionType),
+    )
+
+
+class _Entry(Protocol):
+    """An ACL entry as DescribeAcls and DeleteAcls answers carry it."""
+
+    Principal: str
+    Host: str
+    Operation: int
+    PermissionType: int
+
+
+def _pad(results: list[ItemResult], wanted: int, api: str) -> list[ItemResult]:
+    missing = ItemResult(
+        Errors.UNKNOWN_SERVER_ERROR, f"the {api} answer has fewer results than were asked for"
+    )
+    return results[:wanted] + [missing] * (wanted - len(results))
