@@ -99,6 +99,8 @@ def test_an_acl_and_a_credential_go_through_the_controller_and_come_back_from_th
     assert code != 0 and err.count("\n") == 1 and out == ""
     code, _, err = kraftpy("acls", "--bootstrap-server", broker, "--remove", "--topic", "orders")
     assert code != 0 and "--force" in err
+    written = [r for r in controller_records(c)[before:] if "Scram" in r or "AccessControl" in r]
+    assert written == []
 
     code, out, err = kraftpy("acls", "--bootstrap-server", broker, "--remove", "--force", "--topic", "orders")
     assert (code, out) == (0, ""), err
