@@ -21,8 +21,11 @@ from protocol.rpc.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
+from protocol.rpc.alter_user_scram_credentials import refuse_all as refuse_users
 from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.rpc.create_acls import refuse_all as refuse_creations
 from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.rpc.delete_acls import refuse_all as refuse_filters
 from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.rpc.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -65,46 +68,28 @@ class SecurityApis:
     # ---- forwarded to the controller --------------------------------------------------------------
 
     async def create_acls(self, req: CreateAclsRequest, version: int) -> CreateAclsResponse:
-        R = CreateAclsResponse
         try:
             resp: CreateAclsResponse = await self._forward("CreateAcls", req, version)
         except KafkaError as e:
-            return R(
-                Results=[
-                    R.AclCreationResult(ErrorCode=int(e.code), ErrorMessage=e.message) for _ in req.Creations
-                ]
-            )
+            return refuse_creations(req, e.code, e.message)
         return resp
 
     async def delete_acls(self, req: DeleteAclsRequest, version: int) -> DeleteAclsResponse:
-        R = DeleteAclsResponse
         try:
             resp: DeleteAclsResponse = await self._forward("DeleteAcls", req, version)
         except KafkaError as e:
-            return R(
-                FilterResults=[
-                    R.DeleteAclsFilterResult(ErrorCode=int(e.code), ErrorMessage=e.message)
-                    for _ in req.Filters
-                ]
-            )
+            return refuse_filters(req, e.code, e.message)
         return resp
 
     async def alter_user_scram_credentials(
         self, req: AlterUserScramCredentialsRequest, version: int
     ) -> AlterUserScramCredentialsResponse:
-        R = AlterUserScramCredentialsResponse
         try:
             resp: AlterUserScramCredentialsResponse = await self._forward(
                 "AlterUserScramCredentials", req, version
             )
         except KafkaError as e:
-            users = dict.fromkeys(a.Name for a in (*req.Deletions, *req.Upsertions))
-            return R(
-                Results=[
-                    R.AlterUserScramCredentialsResult(User=u, ErrorCode=int(e.code), ErrorMessage=e.message)
-                    for u in users
-                ]
-            )
+            return refuse_users(req, e.code, e.message)
         return resp
 
     async def _forward(self, api: str, req: Any, version: int) -> Any:

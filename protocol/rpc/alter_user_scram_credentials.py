@@ -48,6 +48,21 @@ class AlterUserScramCredentialsResponse(RpcMessage):
     Results: list[AlterUserScramCredentialsResult] = Field(default_factory=list)
 
 
+def refuse_all(
+    req: AlterUserScramCredentialsRequest, code: Errors, message: str | None = None
+) -> AlterUserScramCredentialsResponse:
+    """Every user the request names answered with `code`, once each, in the order first named
+    (Kafka's AlterUserScramCredentialsRequest.getErrorResponse)."""
+    R = AlterUserScramCredentialsResponse
+    users = dict.fromkeys(a.Name for a in (*req.Deletions, *req.Upsertions))
+    return R(
+        Results=[
+            R.AlterUserScramCredentialsResult(User=u, ErrorCode=int(code), ErrorMessage=message)
+            for u in users
+        ]
+    )
+
+
 def _error_response(spec: ApiSpec, code: Errors) -> RpcMessage:
     # No top-level ErrorCode; without the request there are no users to answer one by one.
     return AlterUserScramCredentialsResponse()

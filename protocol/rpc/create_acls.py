@@ -40,6 +40,12 @@ class CreateAclsResponse(RpcMessage):
     Results: list[AclCreationResult] = Field(default_factory=list)
 
 
+def refuse_all(req: CreateAclsRequest, code: Errors, message: str | None = None) -> CreateAclsResponse:
+    """Every creation answered with `code` (Kafka's CreateAclsRequest.getErrorResponse)."""
+    R = CreateAclsResponse
+    return R(Results=[R.AclCreationResult(ErrorCode=int(code), ErrorMessage=message) for _ in req.Creations])
+
+
 def _error_response(spec: ApiSpec, code: Errors) -> RpcMessage:
     # No top-level ErrorCode; without the request there are no creations to answer one by one.
     return CreateAclsResponse()

@@ -52,6 +52,16 @@ for _model in (DeleteAclsResponse.DeleteAclsFilterResult, DeleteAclsResponse):
     _model.model_rebuild()
 
 
+def refuse_all(req: DeleteAclsRequest, code: Errors, message: str | None = None) -> DeleteAclsResponse:
+    """Every filter answered with `code` (Kafka's DeleteAclsRequest.getErrorResponse)."""
+    R = DeleteAclsResponse
+    return R(
+        FilterResults=[
+            R.DeleteAclsFilterResult(ErrorCode=int(code), ErrorMessage=message) for _ in req.Filters
+        ]
+    )
+
+
 def _error_response(spec: ApiSpec, code: Errors) -> RpcMessage:
     # No top-level ErrorCode; without the request there are no filters to answer one by one.
     return DeleteAclsResponse()
