@@ -140,7 +140,7 @@ class ApiGuard:
             ctx = current_request()
             spec = self._specs.get(api)
             if api in NODE_APIS and not self._node_matches(ctx.principal, req):
-                return _cluster_refusal(spec, api)
+                return _cluster_refusal(spec, api, req)
             authorizer = self._authorizer()
             if authorizer is None:
                 return await handler(req, version)
@@ -148,7 +148,7 @@ class ApiGuard:
             if rule is not None:
                 return await rule(self, asker, req, version, handler)
             if not asker.may(CLUSTER_OPERATION.get(api, Op.CLUSTER_ACTION)):
-                return _cluster_refusal(spec, api)
+                return _cluster_refusal(spec, api, req)
             return await handler(req, version)
 
         return guarded
@@ -169,7 +169,23 @@ class ApiGuard:
         return key if isinstance(key, str) else self._topic_name(key)
 
 
-def _cluster_refusal(spec: Any, api: str) -> RpcMessage:
+def _refuse_all(api: str) -> Callable[[Any, Errors, str | None], RpcMessage] | None:
+    """For APIs with no top-level error code, the answer that refuses every item of the request."""
+    if api == "CreateAcls":
+        from protocol.rpc.create_acls import refuse_all
+    elif api == "DeleteAcls":
+        from protocol.rpc.delete_acls import refuse_all
+    elif api == "AlterUserScramCredentials":
+        from protocol.rpc.alter_user_scram_credentials import refuse_all
+    else:
+        return None
+    return refuse_all  # type: ignore[return-value]
+
+
+def _cluster_refusal(spec: Any, api: str, req: Any) -> RpcMessage:
+    refuse = _refuse_all(api)
+    if refuse is not None:
+        return refuse(req, CLUSTER_DENIED, DENIED_MESSAGE)
     if spec is None:
         raise KeyError(api)
     return spec.error_response(CLUSTER_DENIED)

@@ -162,3 +162,13 @@ async def test_without_an_authorizer_only_the_node_binding_applies() -> None:
     assert own.ErrorCode == 0
     assert other.ErrorCode == Errors.CLUSTER_AUTHORIZATION_FAILED
     assert [r.BrokerId for r in handler.calls] == [2]
+
+
+async def test_acl_changes_refused_item_by_item(as_alice: None) -> None:
+    from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
+
+    handler = Recorder(CreateAclsResponse())
+    req = CreateAclsRequest(Creations=[CreateAclsRequest.AclCreation(), CreateAclsRequest.AclCreation()])
+    resp = await ApiGuard(lambda: TableAuthorizer())("CreateAcls", handler)(req, 3)
+    assert [r.ErrorCode for r in resp.Results] == [Errors.CLUSTER_AUTHORIZATION_FAILED] * 2
+    assert handler.calls == []
