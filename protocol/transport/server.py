@@ -28,8 +28,9 @@ import inspect
 import json
 import ssl
 import time
+from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import structlog
 from aiohttp import web
@@ -431,14 +432,16 @@ class _Gate(asyncio.Protocol):
         self._transport: asyncio.BaseTransport | None = None
         self._ip: str | None = None
         self._inner: asyncio.Protocol | None = None
-        self._pending: list[bytes] = []
-        self._eof = False
-        self._task: asyncio.Task[None] | None = None
+        self._tls: sslproto.SSLProtocol | None = None
         self._closed = False
 
     # -- accept
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        if self._tls is not None:
+            # The second call: the TLS layer's, its handshake over, with the decrypting transport.
+            self._handshake_over(transport)
+            return
         listener = self._listener
         peer = transport.get_extra_info("peername")
         ip = str(peer[0]) if peer else ""
@@ -454,56 +457,67 @@ class _Gate(asyncio.Protocol):
         if listener.ssl_context is None:
             self._hand_over(transport, ANONYMOUS)
             return
-        # Nothing is read until start_tls owns the socket: the ClientHello is the TLS protocol's.
-        assert isinstance(transport, asyncio.Transport)
-        transport.pause_reading()
-        self._transport = transport
-        self._task = asyncio.get_running_loop().create_task(
-            self._handshake(transport, listener.ssl_context), name=f"tls-handshake-{listener.name}"
+        # The TLS layer goes under this protocol here and now, as loop.create_server(ssl=...) puts it:
+        # loop.start_tls, awaited from a task, would leave a window in which uvloop (it reads before
+        # a paused protocol's pause takes hold) hands the ClientHello to this protocol instead.
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        tls = self._tls = sslproto.SSLProtocol(
+            loop,
+            self,
+            listener.ssl_context,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=listener.handshake_timeout_s,
         )
+        # uvloop's transports are not asyncio.Transport subclasses, hence the cast.
+        stream = cast(asyncio.Transport, transport)
+        self._transport = stream
+        stream.set_protocol(tls)
+        tls.connection_made(stream)
+        waiter.add_done_callback(self._handshake_ended)
 
-    async def _handshake(self, transport: asyncio.Transport, context: ssl.SSLContext) -> None:
+    def _handshake_ended(self, waiter: asyncio.Future[None]) -> None:
+        """The TLS layer's waiter: an error when the handshake failed; also woken (without one) when
+        the peer went away before it was over, which the TLS layer reports nowhere else."""
+        if self._inner is not None or self._closed:
+            return
+        error = (
+            "connection closed" if waiter.cancelled() or waiter.exception() is None else waiter.exception()
+        )
+        # Kafka logs a failed handshake as a failed authentication, at INFO; a peer that only
+        # connected and left (a port probe) is not worth that.
+        level = (
+            log.info if isinstance(error, ssl.SSLError | TimeoutError | ConnectionAbortedError) else log.debug
+        )
+        level(
+            "TLS handshake failed",
+            listener=self._listener.name,
+            peer=self._ip,
+            error=str(error) or repr(error),
+        )
+        self._release()
+
+    def _handshake_over(self, transport: asyncio.BaseTransport) -> None:
         listener = self._listener
-        try:
-            tls = await asyncio.get_running_loop().start_tls(
-                transport,
-                self,
-                context,
-                server_side=True,
-                ssl_handshake_timeout=listener.handshake_timeout_s,
-            )
-        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as e:
-            # Kafka logs a failed handshake as a failed authentication, at INFO.
-            log.info("TLS handshake failed", listener=listener.name, peer=self._ip, error=str(e) or repr(e))
-            # The TLS layer tells the protocol of a loss only once the handshake is over.
-            self._release()
-            return
-        except BaseException:
-            self._release()
-            raise
-        if tls is None:
-            # The peer went away mid-handshake (the TLS layer then answers no transport, no error).
-            log.info("TLS handshake failed", listener=listener.name, peer=self._ip, error="connection closed")
-            self._release()
-            return
-        if self._closed:
-            return
-        cert = tls.get_extra_info("peercert")
+        cert = transport.get_extra_info("peercert")
         try:
             principal = listener.principal_of(cert) if listener.principal_of is not None else ANONYMOUS
         except Exception as e:
             log.info(
                 "no principal for the client certificate", listener=listener.name, peer=self._ip, error=str(e)
             )
-            tls.abort()
+            self._release()
+            cast(asyncio.Transport, transport).abort()
             return
-        self._hand_over(tls, principal)
+        self._hand_over(transport, principal)
 
     def _hand_over(self, transport: asyncio.BaseTransport, principal: str) -> None:
         listener = self._listener
         server = self._site.runner_server()
         if server is None:  # the runner is shutting down
-            transport.abort()
+            self._release()
+            cast(asyncio.Transport, transport).abort()
             return
         self._transport = transport
         listener.app[CONNECTIONS][transport] = RequestContext(
@@ -515,25 +529,16 @@ class _Gate(asyncio.Protocol):
         )
         inner = self._inner = server()
         inner.connection_made(transport)
-        # Bytes the TLS layer decrypted while the handshake's task was still on its way here.
-        pending, self._pending = self._pending, []
-        for data in pending:
-            inner.data_received(data)
-        if self._eof:
-            inner.eof_received()
 
     # -- forwarded to aiohttp once it has the connection
 
     def data_received(self, data: bytes) -> None:
         if self._inner is not None:
             self._inner.data_received(data)
-        elif not self._closed:
-            self._pending.append(data)
 
     def eof_received(self) -> bool | None:
         if self._inner is not None:
             return self._inner.eof_received()
-        self._eof = True
         return None
 
     def pause_writing(self) -> None:
@@ -563,7 +568,7 @@ class _Gate(asyncio.Protocol):
     def abort(self) -> None:
         """Cut a connection whose handshake is not over (the server is stopping)."""
         if self._inner is None and self._transport is not None:
-            self._transport.abort()
+            cast(asyncio.Transport, self._transport).abort()
 
 
 class _ListenerSite(web.TCPSite):

@@ -1,6 +1,6 @@
 """The HTTP RPC listener over TLS with client certificates, and its connection bounds, over real sockets:
 who the handler sees asking, which peers are refused at the handshake, and connections closed at
-accept or when idle."""
+accept or when idle. Each test runs on asyncio's loop and on uvloop's (conftest.py)."""
 
 from __future__ import annotations
 
