@@ -30,9 +30,10 @@ import contextlib
 import ssl
 import struct
 import time
-from collections.abc import Callable, Mapping
+from asyncio import sslproto
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from aiohttp import web
@@ -172,6 +173,28 @@ class _Connection:
     sasl: SaslServerAuthenticator | None = None
     closing: bool = False
     """Close once the answer being written is out (a failed authentication)."""
+    connected: bool = False
+    """The stream (after the TLS handshake, if any) was handed to a connection task."""
+    quotas: ConnectionQuotas | None = None
+    """Where this connection is counted, until release()."""
+
+    def release(self) -> None:
+        """Uncount the connection; once, however many ways it ends."""
+        quotas, self.quotas = self.quotas, None
+        if quotas is not None:
+            quotas.release(self.host)
+
+
+class _Accept(asyncio.Protocol):
+    """A connection's protocol for the instant of its accept: the listener then puts the real ones in
+    its place (KafkaListener._accepted)."""
+
+    def __init__(self, listener: KafkaListener) -> None:
+        self._listener = listener
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # uvloop's transports are not asyncio.Transport subclasses, hence the cast
+        self._listener._accepted(cast(asyncio.Transport, transport))
 
 
 @dataclass
@@ -198,6 +221,7 @@ class KafkaListener:
     failed_auth_delay_s: float = FAILED_AUTH_DELAY_S
     _server: asyncio.Server | None = None
     _conns: set[asyncio.Task[None]] = field(default_factory=set)
+    _handshaking: set[asyncio.Transport] = field(default_factory=set)
     _table: tuple[frozenset[str], dict[int, tuple[str, WireApi]]] | None = None
 
     def __post_init__(self) -> None:
@@ -265,36 +289,107 @@ class KafkaListener:
     # ---- lifecycle ------------------------------------------------------------------------------
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._connection, host or None, port, reuse_address=True)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Accept(self), host or None, port, reuse_address=True)
         return int(self._server.sockets[0].getsockname()[1])
 
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
             self._server = None
+        for transport in list(self._handshaking):
+            transport.abort()
         for task in list(self._conns):
             task.cancel()
         await asyncio.gather(*self._conns, return_exceptions=True)
 
+    # ---- accepting a connection -------------------------------------------------------------------
+
+    def _accepted(self, transport: asyncio.Transport) -> None:
+        """A connection just accepted, nothing read from it yet: count it, then put TLS (when the
+        listener has it) and the stream under it, all before the loop reads a byte. A start_tls
+        awaited from the connection's task would leave a window in which uvloop hands the
+        ClientHello to the stream instead of the TLS layer."""
+        peer = transport.get_extra_info("peername")
+        conn = _Connection(peer, peer[0] if isinstance(peer, tuple) else str(peer))
+        quotas = self.connection_quotas
+        if quotas is not None:
+            refused = quotas.try_acquire(conn.host)
+            if refused is not None:
+                log.warning("connection refused", listener=self.name, peer=peer, reason=refused)
+                transport.close()
+                return
+            conn.quotas = quotas
+        loop = asyncio.get_running_loop()
+        reader = asyncio.StreamReader(loop=loop)
+
+        def connected(
+            reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> Coroutine[Any, Any, None]:
+            conn.connected = True
+            return self._connection(reader, writer, conn)
+
+        stream = asyncio.StreamReaderProtocol(reader, connected, loop=loop)
+        if self.ssl_context is None:
+            transport.set_protocol(stream)
+            stream.connection_made(transport)
+            return
+        waiter: asyncio.Future[None] = loop.create_future()
+        tls = sslproto.SSLProtocol(
+            loop,
+            stream,
+            self.ssl_context,
+            waiter,
+            server_side=True,
+            ssl_handshake_timeout=self.request_timeout_s,
+        )
+        self._handshaking.add(transport)
+        waiter.add_done_callback(lambda w: self._handshake_ended(w, transport, conn))
+        transport.set_protocol(tls)
+        tls.connection_made(transport)
+
+    def _handshake_ended(
+        self, waiter: asyncio.Future[None], transport: asyncio.Transport, conn: _Connection
+    ) -> None:
+        """The TLS layer's waiter: with an error when the handshake failed, and also woken without one
+        when the peer left before it was over (the TLS layer reports that nowhere else)."""
+        self._handshaking.discard(transport)
+        if conn.connected:
+            return
+        error: BaseException | str = "connection closed"
+        if not waiter.cancelled() and waiter.exception() is not None:
+            error = waiter.exception() or error
+        # Kafka logs a failed handshake as a failed authentication, at INFO; a peer that connected
+        # and left (a port probe) is not worth that.
+        level = (
+            log.info if isinstance(error, ssl.SSLError | TimeoutError | ConnectionAbortedError) else log.debug
+        )
+        level(
+            "failed authentication (SSL handshake failed)",
+            listener=self.name,
+            peer=conn.peer,
+            error=str(error) or repr(error),
+        )
+        conn.release()
+        transport.abort()
+
     # ---- one connection -------------------------------------------------------------------------
 
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._conns.add(task)
-        peer = writer.get_extra_info("peername")
-        conn = _Connection(peer, peer[0] if isinstance(peer, tuple) else str(peer))
-        quotas = self.connection_quotas
-        counted = False
         try:
-            if quotas is not None:
-                refused = quotas.try_acquire(conn.host)
-                if refused is not None:
-                    log.warning("connection refused", listener=self.name, peer=peer, reason=refused)
+            if self.security_protocol == "SSL":
+                try:
+                    conn.principal = self.principal_of(writer.get_extra_info("peercert"))
+                except Exception as e:
+                    # Kafka fails the authentication when no principal can be made (no mapping rule
+                    # matches the certificate's name)
+                    log.info("failed authentication", listener=self.name, peer=conn.peer, reason=str(e))
                     return
-                counted = True
-            if self.ssl_context is not None and not await self._start_tls(writer, conn):
-                return
             if self.uses_sasl:
                 assert self.scram_lookup is not None
                 conn.sasl = SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup)
@@ -306,31 +401,11 @@ class KafkaListener:
             # stream callback, which on 3.11 raises when it inspects a cancelled task
             return
         finally:
-            if counted:
-                assert quotas is not None
-                quotas.release(conn.host)
+            conn.release()
             self._conns.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-
-    async def _start_tls(self, writer: asyncio.StreamWriter, conn: _Connection) -> bool:
-        """The TLS handshake, bounded like a request; False when it failed (the connection closes)."""
-        assert self.ssl_context is not None
-        try:
-            await writer.start_tls(self.ssl_context, ssl_handshake_timeout=self.request_timeout_s)
-        except (OSError, EOFError) as e:  # ssl.SSLError, a reset, a handshake timeout are all OSErrors
-            log.info(
-                "failed authentication (SSL handshake failed)",
-                listener=self.name,
-                peer=conn.peer,
-                error=str(e),
-            )
-            return False
-        if self.security_protocol == "SSL":
-            tls = writer.get_extra_info("ssl_object")
-            conn.principal = self.principal_of(tls.getpeercert() if tls is not None else None)
-        return True
 
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, conn: _Connection

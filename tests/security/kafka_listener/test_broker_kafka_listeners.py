@@ -23,8 +23,8 @@ from protocol.transport import create_app
 from protocol.transport.connection_quotas import ConnectionQuotas
 from protocol.transport.context import current_request
 from protocol.transport.kafka_server import KafkaListener
-from tests.security.listener_fixtures import Certs, librdkafka_metadata
-from tests.security.listener_fixtures import certs as certs  # the fixture, by its name
+from tests.security.kafka_listener.fixtures import Certs, librdkafka_metadata
+from tests.security.kafka_listener.fixtures import certs as certs  # the fixture, by its name
 
 
 def config(certs: Certs, **extra: str) -> KafkaConfig:

@@ -35,8 +35,8 @@ from protocol.transport.context import current_request
 from protocol.transport.kafka_server import KafkaListener
 from protocol.wire.codec import wire_api
 from tests.conftest import require_real
-from tests.security.listener_fixtures import Certs, issue_cert, librdkafka_metadata, server_context
-from tests.security.listener_fixtures import certs as certs  # the fixture, by its name
+from tests.security.kafka_listener.fixtures import Certs, issue_cert, librdkafka_metadata, server_context
+from tests.security.kafka_listener.fixtures import certs as certs  # the fixture, by its name
 
 PASSWORD = "alice-secret"
 CREDENTIALS = {
