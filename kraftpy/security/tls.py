@@ -98,7 +98,8 @@ def peer_context(cfg: KafkaConfig, listener_name: str | None) -> ssl.SSLContext 
     Every node of a cluster maps its listeners alike, so this node's map says what the peer serves.
     One context serves every client of the process (a context is safe to share, and building one
     reads files): it is built again only when a setting or a file's modification time changed."""
-    if not listener_name or cfg.security_protocol_name(listener_name) not in TLS_PROTOCOLS:
+    # A listener this node's map does not name (a migration's ZooKeeper brokers') is dialled plain.
+    if not listener_name or cfg.security_protocol_name(listener_name, strict=False) not in TLS_PROTOCOLS:
         return None
     own = cfg.listener_config(listener_name)
     key = (

@@ -227,6 +227,8 @@ def test_plaintext_listeners_have_no_context(pki: tuple[CaFiles, KeyPair]) -> No
     assert tls.listener_server_context(cfg, "CONTROLLER") is None
     assert tls.controller_peer_context(cfg) is None
     assert tls.peer_context(cfg, None) is None
+    # A listener the map does not name (another cluster's, during a migration) is dialled plain.
+    assert tls.peer_context(cfg, "ZK_BROKERS") is None
     listener = rpc_listener(cfg, "CONTROLLER")
     assert listener.ssl_context is None and listener.security_protocol == "PLAINTEXT"
     assert listener.principal_of({"subject": ((("commonName", "x"),),)}) == "User:ANONYMOUS"
