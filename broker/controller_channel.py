@@ -9,6 +9,7 @@ not answered reaches the new leader without waiting for the caller's own retry.
 from __future__ import annotations
 
 import asyncio
+import ssl as _ssl
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +17,7 @@ import structlog
 
 from broker.core.controller_leader import ControllerLeader
 from kraftpy.config import KafkaConfig
+from kraftpy.security.tls import controller_peer_context
 from protocol.errors import Errors
 from protocol.transport import RpcClient, RpcConnectionError
 from protocol.transport.client import NO_RETRIES
@@ -33,12 +35,28 @@ def controller_urls(cfg: KafkaConfig) -> dict[int, str]:
 
 class ControllerChannel:
     def __init__(
-        self, voters: Mapping[int, str], *, timeout: float, leader: ControllerLeader | None = None
+        self,
+        voters: Mapping[int, str],
+        *,
+        timeout: float,
+        leader: ControllerLeader | None = None,
+        ssl: _ssl.SSLContext | None = None,
     ) -> None:
         """`voters`: node id -> base URL of its controller listener. Channels that share `leader`
-        (the metadata fetcher's, the lifecycle's, the data plane's) share what any of them learns."""
+        (the metadata fetcher's, the lifecycle's, the data plane's) share what any of them learns.
+        `ssl`: the client context when the controller listener is TLS."""
         self.leader = leader if leader is not None else ControllerLeader(list(voters))
-        self._clients = {v: RpcClient(url, timeout=timeout, retry=NO_RETRIES) for v, url in voters.items()}
+        self._clients = {
+            v: RpcClient(url, timeout=timeout, retry=NO_RETRIES, ssl=ssl) for v, url in voters.items()
+        }
+
+    @classmethod
+    def for_config(
+        cls, cfg: KafkaConfig, *, timeout: float, leader: ControllerLeader | None = None
+    ) -> ControllerChannel:
+        """A channel to controller.quorum.voters, over TLS when the controller listener is (ConfigError
+        when its TLS files cannot be used)."""
+        return cls(controller_urls(cfg), timeout=timeout, leader=leader, ssl=controller_peer_context(cfg))
 
     def learn(self, response: Any) -> None:
         hint = getattr(response, "CurrentLeader", None)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.controller_channel import ControllerChannel, controller_urls
+from broker.controller_channel import ControllerChannel
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
 from broker.log_manager import LogManager
 from broker.startup import BrokerDirs
@@ -39,7 +39,7 @@ class BrokerDataPlaneHost:
         self._log_manager = log_manager
         self._broker_epoch = broker_epoch
         # The active controller, wherever it is (the broker's shared view of the quorum's leader).
-        self.controller = controller or ControllerChannel(controller_urls(cfg), timeout=CONTROLLER_TIMEOUT_S)
+        self.controller = controller or ControllerChannel.for_config(cfg, timeout=CONTROLLER_TIMEOUT_S)
 
     @property
     def broker_epoch(self) -> int:

@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 from aiohttp import web
 
-from broker.controller_channel import ControllerChannel, controller_urls
+from broker.controller_channel import ControllerChannel
 from broker.core.assignments import AssignmentsManager, ImageReplicaView
 from broker.core.controller_leader import ControllerLeader
 from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -45,10 +45,12 @@ from broker.replica_mover import ReplicaMover
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
-from kraftpy.config import SECURITY_PROTOCOLS, KafkaConfig
+from kraftpy.config import SECURITY_PROTOCOLS, ConfigError, KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
-from protocol.transport import REGISTRY, add_handler, create_app, start_server
+from kraftpy.security.listeners import RpcListener, connection_quotas, rpc_listener, start_rpc_listener
+from kraftpy.security.tls import controller_peer_context
+from protocol.transport import REGISTRY, add_handler, create_app
 from protocol.transport.kafka_server import KafkaListener
 from protocol.uuid import Uuid
 
@@ -93,6 +95,20 @@ def dir_failure_subscribers(
     return [(name, s) for name, s in order if s is not None]
 
 
+def _rpc_listener_of(cfg: KafkaConfig) -> RpcListener:
+    """The HTTP RPC listener's settings, and the controller listener's TLS files read once: a bad
+    keystore or truststore stops the start before anything is opened."""
+    endpoint = cfg.rpc_listener
+    if endpoint is None:
+        raise StartupError(f"{cfg.source}: listeners has no broker listener (only controller listeners)")
+    try:
+        listener = rpc_listener(cfg, endpoint.name)
+        controller_peer_context(cfg)
+    except ConfigError as e:
+        raise StartupError(str(e)) from None
+    return listener
+
+
 class BrokerServer(BrokerProcess):
     def __init__(
         self, cfg: KafkaConfig, dirs: BrokerDirs, *, rng: random.Random | None = None, dataplane: bool = True
@@ -129,6 +145,9 @@ class BrokerServer(BrokerProcess):
         self._fetch_client: ControllerChannel | None = None
         self._local: LocalMetadataLog | None = None
         self._shutting_down = False
+        self._rpc_listener: RpcListener | None = None
+        self.connection_quotas = connection_quotas(cfg)
+        """The bounds of max.connections and max.connections.per.ip over this broker's listeners."""
 
     def now_ms(self) -> int:
         return int(asyncio.get_running_loop().time() * 1000)
@@ -138,6 +157,7 @@ class BrokerServer(BrokerProcess):
     async def start(self) -> None:
         server_started_at = time.monotonic()
         cfg, dirs = self.cfg, self.dirs
+        self._rpc_listener = _rpc_listener_of(cfg)
         self.log_dirs, self.metadata_dir = open_log_dirs(dirs, self.failures)
         inventory = await take_inventory(self.log_dirs)
         check_open_file_limit(len(inventory.partitions))
@@ -180,9 +200,10 @@ class BrokerServer(BrokerProcess):
         )
         self.dataplane = await self._start_dataplane()
 
-        voters = controller_urls(cfg)
-        self._client = ControllerChannel(voters, timeout=RPC_TIMEOUT_S, leader=self.controller_leader)
-        self._fetch_client = ControllerChannel(voters, timeout=RPC_TIMEOUT_S, leader=self.controller_leader)
+        self._client = ControllerChannel.for_config(cfg, timeout=RPC_TIMEOUT_S, leader=self.controller_leader)
+        self._fetch_client = ControllerChannel.for_config(
+            cfg, timeout=RPC_TIMEOUT_S, leader=self.controller_leader
+        )
         self.driver = BrokerLifecycleManager(
             self.lifecycle,
             self.assignments,
@@ -283,8 +304,8 @@ class BrokerServer(BrokerProcess):
             self.log_dirs,
             self.log_manager,
             broker_epoch=lambda: lc.broker_epoch if lc.registered else -1,
-            controller=ControllerChannel(
-                controller_urls(self.cfg), timeout=CONTROLLER_TIMEOUT_S, leader=self.controller_leader
+            controller=ControllerChannel.for_config(
+                self.cfg, timeout=CONTROLLER_TIMEOUT_S, leader=self.controller_leader
             ),
         )
         dataplane = DataPlane(host)
@@ -313,11 +334,15 @@ class BrokerServer(BrokerProcess):
     async def _serve_http(self) -> None:
         cfg = self.cfg
         endpoint = cfg.rpc_listener
-        if endpoint is None:
-            raise StartupError(f"{cfg.source}: listeners has no broker listener (only controller listeners)")
-        assert self.app is not None
+        assert self.app is not None and endpoint is not None and self._rpc_listener is not None
         try:
-            self._runner, self.port = await start_server(self.app, endpoint.host or "0.0.0.0", endpoint.port)
+            self._runner, self.port = await start_rpc_listener(
+                self.app,
+                self._rpc_listener,
+                endpoint.host or "0.0.0.0",
+                endpoint.port,
+                self.connection_quotas,
+            )
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
         for spec in cfg.kafka_listeners:

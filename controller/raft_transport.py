@@ -7,6 +7,7 @@ to the core whole.
 
 from __future__ import annotations
 
+import ssl as _ssl
 from collections.abc import Mapping
 
 import structlog
@@ -27,12 +28,15 @@ SNAPSHOT_CHUNK_BYTES = 1 << 20
 
 
 class HttpRaftTransport:
-    def __init__(self, voters: Mapping[int, str], node_id: int, cluster_id: str) -> None:
-        """`voters`: node id -> base URL of its controller listener."""
+    def __init__(
+        self, voters: Mapping[int, str], node_id: int, cluster_id: str, *, ssl: _ssl.SSLContext | None = None
+    ) -> None:
+        """`voters`: node id -> base URL of its controller listener; `ssl`: the client context when
+        the controller listener is TLS."""
         self.node_id = node_id
         self.cluster_id = cluster_id
         self._clients = {
-            voter: RpcClient(url, timeout=REQUEST_TIMEOUT_S, retry=NO_RETRIES)
+            voter: RpcClient(url, timeout=REQUEST_TIMEOUT_S, retry=NO_RETRIES, ssl=ssl)
             for voter, url in voters.items()
             if voter != node_id
         }

@@ -8,6 +8,7 @@ this process means it (its migration readiness above all: the migration waits fo
 from __future__ import annotations
 
 import asyncio
+import ssl as _ssl
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -37,8 +38,10 @@ class ControllerRegistrationManager:
         leader_id: Callable[[], int],
         active: Callable[[], bool],
         registered: Callable[[], ControllerRegistration | None],
+        ssl: _ssl.SSLContext | None = None,
     ) -> None:
         self._cfg = cfg
+        self._ssl = ssl
         self._urls = dict(voter_urls)
         self._leader_id = leader_id
         self._active = active
@@ -75,7 +78,9 @@ class ControllerRegistrationManager:
                 continue
             client = self._clients.get(leader)
             if client is None:
-                client = self._clients[leader] = RpcClient(self._urls[leader], timeout=5.0, retry=NO_RETRIES)
+                client = self._clients[leader] = RpcClient(
+                    self._urls[leader], timeout=5.0, retry=NO_RETRIES, ssl=self._ssl
+                )
             try:
                 answer = await client.call(
                     "ControllerRegistration", registration_request(self._cfg, self.incarnation_id)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import ssl
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -45,8 +46,11 @@ from controller.snapshot_policy import SnapshotPolicy
 from controller.snapshots import SnapshotGenerator
 from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
 from controller.story import ControllerStory
+from kraftpy.config import ConfigError
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.messages import Entry
+from kraftpy.security.listeners import RpcListener, connection_quotas, rpc_listener, start_rpc_listener
+from kraftpy.security.tls import controller_peer_context, peer_context
 from protocol.record_batch import decode_batch, metadata_records
 
 if TYPE_CHECKING:
@@ -105,6 +109,9 @@ class ControllerServer:
         self._migration: MigrationShell | None = None
         self._stopping = False
         self._stopped = False
+        self._rpc_listener: RpcListener | None = None
+        self._peer_ssl: ssl.SSLContext | None = None
+        self.connection_quotas = connection_quotas(cfg, (cfg.controller_listener_names or ["CONTROLLER"])[0])
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
         self.metrics = ControllerMetrics(self.registry, self._stats)
@@ -121,6 +128,13 @@ class ControllerServer:
 
     async def start(self) -> None:
         cfg, teardown = self.cfg, self._teardown
+        # TLS files are read first: a bad keystore is found before anything is loaded or bound.
+        listener_name = (cfg.controller_listener_names or ["CONTROLLER"])[0]
+        try:
+            self._rpc_listener = rpc_listener(cfg, listener_name)
+            self._peer_ssl = controller_peer_context(cfg)
+        except ConfigError as e:
+            raise StartupError(str(e)) from None
         # One thread owns the metadata log, so every call on it (appends, reads, snapshots) is ordered.
         log_thread = self._log_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-log")
         teardown.callback(log_thread.shutdown, wait=True)
@@ -131,14 +145,14 @@ class ControllerServer:
         self.cluster_id = loaded.cluster_id
         self._core = loaded.core
         log_loaded(loaded)
-        voters = {v.id: f"http://{v.host}:{v.port}" for v in cfg.quorum_voters}
+        voters = {v.id: v.url for v in cfg.quorum_voters}
         raft = self._raft = RaftClient(
             loaded.log,
             log_thread,
             config=quorum_config(cfg, self.cluster_id),
             node_id=self.node_id,
             listener=self,
-            transport=HttpRaftTransport(voters, self.node_id, self.cluster_id),
+            transport=HttpRaftTransport(voters, self.node_id, self.cluster_id, ssl=self._peer_ssl),
             on_failure=self._on_log_failure,
             append_linger_ms=cfg.controller_quorum_append_linger_ms,
         )
@@ -165,6 +179,7 @@ class ControllerServer:
         registration = ControllerRegistrationManager(
             cfg,
             voters,
+            ssl=self._peer_ssl,
             leader_id=lambda: raft.leader_id,
             active=lambda: self.active,
             registered=lambda: self._core.m.cluster.controllers.get(self.node_id) if self._core else None,
@@ -213,6 +228,7 @@ class ControllerServer:
             image=self._committed_image,
             # ZooKeeper brokers are reached on their inter-broker listener, as their own controller did.
             listener_name=self.cfg.inter_broker_listener_name,
+            peer_ssl=peer_context(self.cfg, self.cfg.inter_broker_listener_name),
         )
         await shell.start()
         self._teardown.push_async_callback(shell.stop)
@@ -222,10 +238,10 @@ class ControllerServer:
         return self._snapshots.committed.image()
 
     async def _listen(self, apis: ControllerApis) -> None:
-        from protocol.transport import create_app, start_server
+        from protocol.transport import create_app
 
-        listener_name = (self.cfg.controller_listener_names or ["CONTROLLER"])[0]
-        endpoint = self.cfg.listener(listener_name)
+        assert self._rpc_listener is not None
+        endpoint = self.cfg.listener(self._rpc_listener.name)
         app = create_app(
             apis.handlers(),
             registry=self.registry,
@@ -233,7 +249,9 @@ class ControllerServer:
             client_max_size=self.cfg.socket_request_max_bytes,
         )
         try:
-            self._runner, self.port = await start_server(app, endpoint.host or "0.0.0.0", endpoint.port)
+            self._runner, self.port = await start_rpc_listener(
+                app, self._rpc_listener, endpoint.host or "0.0.0.0", endpoint.port, self.connection_quotas
+            )
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
 

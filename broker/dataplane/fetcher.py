@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeVar
@@ -29,6 +30,7 @@ import structlog
 from broker.dataplane.hosted_partition import HostedPartition, PartitionKey, now_ms
 from broker.dataplane.truncation import EpochEnd, truncation_for
 from broker.storage import LogDirOfflineError, PartitionLog, UnexpectedAppendOffsetError
+from kraftpy.config import SECURITY_PROTOCOLS, TLS_PROTOCOLS
 from protocol.errors import Errors, KafkaError
 from protocol.record_batch import iter_batch_positions
 from protocol.rpc.broker_fetch import (
@@ -53,6 +55,9 @@ FETCH_VERSION = 17
 
 UNKNOWN_LEADER_EPOCH_BACKOFF_MS = 50
 
+_TLS_PROTOCOL_IDS = frozenset(SECURITY_PROTOCOLS[p] for p in TLS_PROTOCOLS)
+"""SSL and SASL_SSL, as a registration's endpoint carries them."""
+
 
 class FetcherHost(Protocol):
     """What the fetchers need from the replica manager that owns them."""
@@ -60,6 +65,8 @@ class FetcherHost(Protocol):
     node_id: int
     settings: ReplicaSettings
     listener_name: str | None
+    peer_ssl: ssl.SSLContext | None
+    """The client context for leaders whose listener is TLS."""
 
     @property
     def image(self) -> MetadataImage: ...
@@ -121,6 +128,7 @@ class ReplicaFetcher:
             self._client = None
 
     def _leader_url(self) -> str | None:
+        """The leader's base URL; https when its registration says the listener is TLS."""
         broker = self.manager.image.cluster.brokers.get(self.source_id)
         if broker is None:
             return None
@@ -130,7 +138,8 @@ class ReplicaFetcher:
         if ep is None:
             return None
         host = ep.host or "127.0.0.1"
-        return f"http://{host}:{ep.port}"
+        scheme = "https" if ep.security_protocol in _TLS_PROTOCOL_IDS else "http"
+        return f"{scheme}://{host}:{ep.port}"
 
     def _client_for(self, url: str) -> RpcClient:
         if self._client is None or self._client_url != url:
@@ -139,6 +148,7 @@ class ReplicaFetcher:
                 asyncio.get_running_loop().create_task(old.close())
             self._client = RpcClient(
                 url,
+                ssl=self.manager.peer_ssl if url.startswith("https://") else None,
                 specs=broker_api_specs(),
                 retry=NO_RETRIES,
                 timeout=self.manager.settings.fetch_wait_max_ms / 1000

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
@@ -32,7 +33,9 @@ from broker.dataplane.topic_stats import BrokerTopicStats, IsrStats
 from broker.dataplane.truncation import EpochEnd, diverging_epoch
 from broker.storage import AppendResult, LogDirOfflineError, OffsetOutOfRangeError, PartitionLog, ReadResult
 from broker.storage.partition_log import EpochEndOffset
+from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataImage, TopicIdPartition
+from kraftpy.security.tls import peer_context
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid
 
@@ -73,6 +76,7 @@ class ReplicaManager:
         self.node_id = host.node_id
         self.settings = ReplicaSettings.from_config(host.config)
         self.listener_name = broker_listener_name(host.config)
+        self.peer_ssl = _peer_ssl(host.config, self.listener_name)
         self.partitions: dict[PartitionKey, HostedPartition] = {}
         self.purgatory = ProducePurgatory()
         self.topic_stats = BrokerTopicStats()
@@ -626,6 +630,14 @@ def broker_listener_name(cfg: object) -> str | None:
         return str(name)
     rpc = getattr(cfg, "rpc_listener", None)
     return str(rpc.name) if rpc is not None else None
+
+
+def _peer_ssl(cfg: object, listener_name: str | None) -> ssl.SSLContext | None:
+    """The client context for other brokers' `listener_name` when it is TLS (None for a host whose
+    config is not a KafkaConfig, as in tests)."""
+    if not isinstance(cfg, KafkaConfig) or listener_name is None:
+        return None
+    return peer_context(cfg, listener_name)
 
 
 def _start_leader_epoch(log: PartitionLog, leader_epoch: int) -> tuple[int, int]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -57,12 +58,15 @@ class ZkControllerChannel:
         timeout: float = 10.0,
         kraft_controller: Callable[[], bool] = lambda: False,
         kraft_broker_epoch: Callable[[], int] = lambda: -1,
+        ssl_for: Callable[[str], ssl.SSLContext | None] = lambda _url: None,
     ) -> None:
         """`kraft_controller()`: a migrating KRaft controller holds /controller; then it, not
         ZooKeeper, takes what a controller does (a write here would bypass the metadata log), and
         knows this broker by the epoch of its KRaft registration (`kraft_broker_epoch()`), not of
-        its /brokers/ids znode."""
+        its /brokers/ids znode. `ssl_for(url)`: the client context for a controller's URL when its
+        listener is TLS."""
         self.zk = zk
+        self._ssl_for = ssl_for
         self._kraft_controller = kraft_controller
         self._kraft_broker_epoch = kraft_broker_epoch
         self.cfg = cfg
@@ -91,7 +95,9 @@ class ZkControllerChannel:
             raise KafkaError(Errors.NOT_CONTROLLER, "no controller is elected")
         client = self._clients.get(url)
         if client is None:
-            client = self._clients[url] = RpcClient(url, timeout=self._timeout, retry=NO_RETRIES)
+            client = self._clients[url] = RpcClient(
+                url, timeout=self._timeout, retry=NO_RETRIES, ssl=self._ssl_for(url)
+            )
         try:
             return await client.call(api, request, version, **kw)
         except RpcConnectionError as e:

@@ -30,7 +30,7 @@ from typing import Any
 
 import structlog
 
-from broker.controller_channel import ControllerChannel, controller_urls
+from broker.controller_channel import ControllerChannel
 from broker.core.assignments import AssignmentsManager, ReplicaView
 from broker.core.broker_state import BrokerState
 from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
@@ -182,7 +182,7 @@ class KRaftRegistration:
         )
         # Nothing to place: its replicas count as placed in the controller's eyes.
         self.lifecycle.set_ready_to_unfence(True, now_ms())
-        self.channel = ControllerChannel(controller_urls(cfg), timeout=CONTROLLER_TIMEOUT_S)
+        self.channel = ControllerChannel.for_config(cfg, timeout=CONTROLLER_TIMEOUT_S)
         self.manager = BrokerLifecycleManager(
             self.lifecycle,
             AssignmentsManager(cfg.node_id),

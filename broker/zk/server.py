@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import ssl
 import time
 from typing import Any
 
@@ -60,13 +61,15 @@ from broker.zk.migration import (
 )
 from controller.zk import metrics as controller_metrics
 from controller.zk.shell import ZkControllerShell
-from kraftpy.config import KafkaConfig
+from kraftpy.config import ConfigError, KafkaConfig
 from kraftpy.image import TopicIdPartition
+from kraftpy.security.listeners import RpcListener, connection_quotas, rpc_listener, start_rpc_listener
+from kraftpy.security.tls import controller_peer_context, peer_context
 from kraftpy.zookeeper import ZkClient, ZkError
 from protocol import znodes
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.controlled_shutdown import ControlledShutdownRequest, ControlledShutdownResponse
-from protocol.transport import REGISTRY, create_app, start_server
+from protocol.transport import REGISTRY, create_app
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.server")
@@ -119,6 +122,10 @@ class ZkBrokerServer(BrokerProcess):
         self._session_lost = False
         # Set when configured for a migration to KRaft: the registration with the KRaft quorum.
         self.kraft: KRaftRegistration | None = None
+        self._rpc_listener: RpcListener | None = None
+        self._peer_ssl: ssl.SSLContext | None = None
+        self.connection_quotas = connection_quotas(cfg)
+        """The bounds of max.connections and max.connections.per.ip over this broker's listener."""
 
     def now_ms(self) -> int:
         return int(asyncio.get_running_loop().time() * 1000)
@@ -127,6 +134,15 @@ class ZkBrokerServer(BrokerProcess):
 
     async def start(self) -> None:
         cfg, dirs = self.cfg, self.dirs
+        # TLS files are read first: a bad keystore stops the start before anything is opened.
+        served = cfg.listener_list[0].name
+        try:
+            self._rpc_listener = rpc_listener(cfg, served)
+            # Brokers reach each other where a ZooKeeper-mode controller reaches them.
+            self._peer_ssl = peer_context(cfg, cfg.inter_broker_listener_name or served)
+            controller_peer_context(cfg)
+        except ConfigError as e:
+            raise StartupError(str(e)) from None
         self.log_dirs, _ = open_log_dirs(dirs, self.failures)
         inventory = await take_inventory(self.log_dirs)
         check_open_file_limit(len(inventory.partitions))
@@ -155,6 +171,7 @@ class ZkBrokerServer(BrokerProcess):
             rng=self.rng,
             kraft_controller=self._kraft_controller_active,
             kraft_broker_epoch=lambda: self.kraft.lifecycle.broker_epoch if self.kraft is not None else -1,
+            ssl_for=self._ssl_for,
         )
         if self.with_dataplane:
             host = BrokerDataPlaneHost(
@@ -237,9 +254,15 @@ class ZkBrokerServer(BrokerProcess):
 
     async def _serve_http(self) -> None:
         endpoint = self.cfg.listener_list[0]
-        assert self.app is not None
+        assert self.app is not None and self._rpc_listener is not None
         try:
-            self._runner, self.port = await start_server(self.app, endpoint.host or "0.0.0.0", endpoint.port)
+            self._runner, self.port = await start_rpc_listener(
+                self.app,
+                self._rpc_listener,
+                endpoint.host or "0.0.0.0",
+                endpoint.port,
+                self.connection_quotas,
+            )
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
 
@@ -292,6 +315,7 @@ class ZkBrokerServer(BrokerProcess):
             auto_leader_rebalance=cfg.auto_leader_rebalance_enable,
             leader_imbalance_check_interval_s=float(cfg.leader_imbalance_check_interval_seconds),
             listener_name=cfg.inter_broker_listener_name,
+            peer_ssl=self._peer_ssl,
             on_lost=self._controller_lost,
         )
         self.controller = shell
@@ -346,6 +370,12 @@ class ZkBrokerServer(BrokerProcess):
 
     def _kraft_controller_active(self) -> bool:
         return self._controller_target().kraft
+
+    def _ssl_for(self, url: str) -> ssl.SSLContext | None:
+        """A KRaft voter is dialled as the controller listener says, a broker as the brokers' does."""
+        if url in {v.url for v in self.cfg.quorum_voters}:
+            return controller_peer_context(self.cfg)
+        return self._peer_ssl
 
     def _controller_url(self) -> str | None:
         target = self._controller_target()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from collections.abc import Callable, Collection, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -81,14 +82,17 @@ class MigrationShell:
         term: Callable[[], ActiveTerm | None],
         image: Callable[[], MetadataImage],
         listener_name: str | None = None,
+        peer_ssl: ssl.SSLContext | None = None,
         clock_ms: Callable[[], int] = _now_ms,
     ) -> None:
+        """`peer_ssl`: the client context for the brokers' `listener_name` when it is TLS."""
         self.driver = MigrationDriver(node_id, voters)
         self.node_id = node_id
         self._term = term
         self._image = image
         self._clock_ms = clock_ms
         self._listener_name = listener_name
+        self._peer_ssl = peer_ssl
         self.zk = ZkClient(zookeeper_connect, session_timeout_ms=session_timeout_ms)
         self._lead: zk_io.MigrationLeadership | None = None
         self._wake = asyncio.Event()
@@ -343,7 +347,9 @@ class MigrationShell:
                 url = zk_state.broker_url(broker, self._listener_name) if broker is not None else None
                 if url is None:
                     continue
-                sender = self._senders[req.broker_id] = BrokerSender(broker, url, _ignore_answer)  # type: ignore[arg-type]
+                sender = self._senders[req.broker_id] = BrokerSender(
+                    broker, url, _ignore_answer, ssl=self._peer_ssl
+                )  # type: ignore[arg-type]
             sender.send(req, wire)
 
     def _in_background(self, work: Coroutine[Any, Any, None]) -> None:

@@ -5,6 +5,7 @@ a migration) reaches each ZooKeeper-mode broker."""
 from __future__ import annotations
 
 import asyncio
+import ssl as _ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -26,9 +27,17 @@ SEND_BACKOFF_S = 0.1
 class BrokerSender:
     """One broker's requests, in order, each retried until answered or the broker is gone."""
 
-    def __init__(self, broker: LiveBroker, url: str, on_answer: Callable[[BrokerRequest, Any], None]) -> None:
+    def __init__(
+        self,
+        broker: LiveBroker,
+        url: str,
+        on_answer: Callable[[BrokerRequest, Any], None],
+        *,
+        ssl: _ssl.SSLContext | None = None,
+    ) -> None:
+        """`ssl`: the client context when the broker's listener is TLS."""
         self.broker = broker
-        self._client = RpcClient(url, timeout=SEND_TIMEOUT_S, retry=NO_RETRIES)
+        self._client = RpcClient(url, timeout=SEND_TIMEOUT_S, retry=NO_RETRIES, ssl=ssl)
         self._queue: asyncio.Queue[tuple[BrokerRequest, RequestWire]] = asyncio.Queue()
         self._on_answer = on_answer
         self._task = asyncio.create_task(self._run(), name=f"zk-controller-sender-{broker.id}")

@@ -20,6 +20,7 @@ event works from what ZooKeeper holds.
 from __future__ import annotations
 
 import asyncio
+import ssl
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -52,8 +53,10 @@ class ZkControllerShell:
         leader_imbalance_check_interval_s: float = 300.0,
         imbalance_percentage: int = 10,
         listener_name: str | None = None,
+        peer_ssl: ssl.SSLContext | None = None,
         on_lost: Callable[[str], None] = lambda reason: None,
     ) -> None:
+        """`peer_ssl`: the client context for the brokers' `listener_name` when it is TLS."""
         self.zk = zk
         self.broker_id = broker_id
         self.epoch = epoch
@@ -68,6 +71,7 @@ class ZkControllerShell:
         self.auto_leader_rebalance = auto_leader_rebalance
         self.imbalance_interval_s = leader_imbalance_check_interval_s
         self.listener_name = listener_name
+        self.peer_ssl = peer_ssl
         self.on_lost = on_lost
         self.active = False
         self._events: asyncio.Queue[Event] = asyncio.Queue()
@@ -232,7 +236,9 @@ class ZkControllerShell:
                 if url is None:
                     log.warning("broker has no usable endpoint", broker=req.broker_id)
                     continue
-                sender = self._senders[req.broker_id] = BrokerSender(broker, url, self._answered)
+                sender = self._senders[req.broker_id] = BrokerSender(
+                    broker, url, self._answered, ssl=self.peer_ssl
+                )
             sender.send(req, self.wire)
 
     def _answered(self, req: BrokerRequest, response: Any) -> None:
