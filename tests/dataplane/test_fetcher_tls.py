@@ -1,0 +1,65 @@
+"""A follower dials its leader as the leader registered its listener: https with the broker's client
+context for SSL, plain http otherwise; and a replica manager takes that context from its config."""
+
+from __future__ import annotations
+
+import ssl
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from broker.dataplane.fetcher import ReplicaFetcher
+from broker.dataplane.replica_manager import _peer_ssl
+from broker.dataplane.settings import ReplicaSettings
+from kraftpy.config import KafkaConfig
+from kraftpy.metadata.registration import BrokerRegistration, Endpoint
+from protocol.uuid import Uuid
+from tools.cluster.certs import create_ca, node_cert
+
+
+def manager(protocol: int, peer_ssl: ssl.SSLContext | None) -> SimpleNamespace:
+    leader = BrokerRegistration(
+        id=2, epoch=1, incarnation_id=Uuid.random(), listeners=(Endpoint("RPC", "127.0.0.1", 9192, protocol),)
+    )
+    cfg = KafkaConfig.from_properties({"log.dirs": "/tmp/kraftpy-unused"})
+    return SimpleNamespace(
+        node_id=1,
+        settings=ReplicaSettings.from_config(cfg),
+        listener_name="RPC",
+        peer_ssl=peer_ssl,
+        image=SimpleNamespace(cluster=SimpleNamespace(brokers={2: leader})),
+    )
+
+
+@pytest.mark.parametrize(("protocol", "scheme"), [(1, "https"), (3, "https"), (0, "http"), (2, "http")])
+async def test_the_leader_is_dialled_as_it_registered_its_listener(protocol: int, scheme: str) -> None:
+    ctx = ssl.create_default_context()
+    fetcher = ReplicaFetcher(manager(protocol, ctx), 2)  # type: ignore[arg-type]
+    url = fetcher._leader_url()
+    assert url == f"{scheme}://127.0.0.1:9192"
+    client = fetcher._client_for(url)
+    assert client.base_url == url
+    assert client.ssl is (ctx if scheme == "https" else None)
+    await client.close()
+
+
+def test_a_replica_manager_takes_the_client_context_of_its_brokers_listener(tmp_path: Path) -> None:
+    ca = create_ca(tmp_path / "ca")
+    pair = node_cert(ca, 1, tmp_path / "n1")
+    tls = KafkaConfig.from_properties(
+        {
+            "log.dirs": str(tmp_path),
+            "listeners": "RPC://127.0.0.1:9192",
+            "listener.security.protocol.map": "RPC:SSL",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(pair.keystore),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(pair.truststore),
+        }
+    )
+    ctx = _peer_ssl(tls, "RPC")
+    assert ctx is not None and ctx.check_hostname
+    plain = KafkaConfig.from_properties({"log.dirs": str(tmp_path), "listeners": "RPC://127.0.0.1:9192"})
+    assert _peer_ssl(plain, "RPC") is None
+    assert _peer_ssl(object(), "RPC") is None
