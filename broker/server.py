@@ -32,6 +32,7 @@ from broker.core.lifecycle import BrokerLifecycle, LifecycleConfig
 from broker.core.log_placement import LogPlacement
 from broker.dataplane import CLIENT_APIS, DataPlane
 from broker.dataplane_host import CONTROLLER_TIMEOUT_S, BrokerDataPlaneHost
+from broker.kafka_listeners import kafka_listener
 from broker.lifecycle_manager import BrokerLifecycleManager, registration_info
 from broker.log_dir_failure import LogDirFailure, LogDirFailureChannel, Subscriber
 from broker.log_dirs import check_open_file_limit, open_log_dirs, start_probes, take_inventory
@@ -45,7 +46,7 @@ from broker.replica_mover import ReplicaMover
 from broker.startup import BrokerDirs, StartupError
 from broker.storage import LogConfig, LogDirOfflineError
 from broker.storage.log_dir import LogDir
-from kraftpy.config import SECURITY_PROTOCOLS, ConfigError, KafkaConfig
+from kraftpy.config import ConfigError, KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.metalog import MetadataLogConfig
 from kraftpy.security.listeners import RpcListener, connection_quotas, rpc_listener, start_rpc_listener
@@ -345,20 +346,20 @@ class BrokerServer(BrokerProcess):
             )
         except OSError as e:
             raise StartupError(f"cannot listen on {endpoint}: {e.strerror or e}") from None
+        loader = self.loader
         for spec in cfg.kafka_listeners:
-            protocol = cfg.security_protocol(spec.name)
-            if protocol != SECURITY_PROTOCOLS["PLAINTEXT"]:
-                name = next(n for n, i in SECURITY_PROTOCOLS.items() if i == protocol)
-                raise StartupError(
-                    f"{cfg.source}: listener {spec.name} maps to {name} in listener.security.protocol.map; "
-                    "only PLAINTEXT is served"
+            try:
+                listener = kafka_listener(
+                    cfg,
+                    spec,
+                    self.app,
+                    CLIENT_APIS,
+                    # SCRAM credentials as the latest image has them
+                    lambda: loader.image if loader is not None else None,
+                    self.connection_quotas,
                 )
-            listener = KafkaListener(
-                self.app,
-                spec.name,
-                CLIENT_APIS,
-                max_request_bytes=cfg.socket_request_max_bytes,
-            )
+            except ConfigError as e:
+                raise StartupError(str(e)) from None
             try:
                 self.kafka_ports[spec.name] = await listener.start(spec.host, spec.port)
             except OSError as e:
