@@ -254,6 +254,7 @@ class BrokerServer(BrokerProcess):
             self.dataplane.install(self.app)
             self.log_manager.mover.pause_writes = self.dataplane.replicas.paused
         add_handler(self.app, "AlterReplicaLogDirs", self.log_manager.mover.alter_replica_log_dirs)
+        self._install_guard(cfg)
         self._subscribe_to_dir_failures()
 
         self.loader.start_from(delta)
@@ -317,6 +318,25 @@ class BrokerServer(BrokerProcess):
             await host.close()
             return None
         return dataplane
+
+    def _install_guard(self, cfg: KafkaConfig) -> None:
+        """ACL checks (authorizer.class.name) and the node binding, on the HTTP RPC and every Kafka listener."""
+        from kraftpy.security.guard import process_guard
+        from protocol.transport import set_guard
+        from protocol.transport.server import SPECS
+
+        loader = self.loader
+        assert loader is not None
+
+        def topic_name(topic_id: Any) -> str | None:
+            topic = loader.image.topics.get_topic(topic_id)
+            return topic.name if topic is not None else None
+
+        def acls() -> tuple[object, Any]:
+            store = loader.image.acls
+            return store, store.records
+
+        set_guard(self.app, process_guard(cfg, acls, topic_name, self.app[SPECS]))
 
     def _subscribe_to_dir_failures(self) -> None:
         assert self.log_manager is not None and self.driver is not None and self.metrics is not None

@@ -237,6 +237,25 @@ class ControllerServer:
         assert self._snapshots is not None
         return self._snapshots.committed.image()
 
+    def _install_guard(self, app: Any) -> None:
+        """ACL checks from the ACLs this controller has replayed (Kafka's controller authorizes from its
+        own metadata too), and the node binding."""
+        from kraftpy.security.guard import process_guard
+        from protocol.transport import set_guard
+        from protocol.transport.server import SPECS
+
+        def acls() -> tuple[object, Any]:
+            assert self._core is not None
+            manager = self._core.m.acls
+            return (id(manager), manager.generation), manager.records
+
+        def topic_name(topic_id: Any) -> str | None:
+            assert self._core is not None
+            topic = self._core.m.replication.topics.get(topic_id)
+            return topic.name if topic is not None else None
+
+        set_guard(app, process_guard(self.cfg, acls, topic_name, app[SPECS]))
+
     async def _listen(self, apis: ControllerApis) -> None:
         from protocol.transport import create_app
 
@@ -248,6 +267,7 @@ class ControllerServer:
             health=self._health,
             client_max_size=self.cfg.socket_request_max_bytes,
         )
+        self._install_guard(app)
         try:
             self._runner, self.port = await start_rpc_listener(
                 app, self._rpc_listener, endpoint.host or "0.0.0.0", endpoint.port, self.connection_quotas

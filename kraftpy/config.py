@@ -160,6 +160,12 @@ def parse_quorum_voters(value: list[str]) -> list[QuorumVoter]:
     return out
 
 
+AUTHORIZER_CLASSES = (
+    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    # what a ZooKeeper-era config names; in KRaft Kafka it must become StandardAuthorizer, here both mean it
+    "kafka.security.authorizer.AclAuthorizer",
+)
+
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
 """Kafka's SecurityProtocol ids, as BrokerRegistration's Listener.SecurityProtocol carries them."""
 
@@ -228,6 +234,8 @@ class KafkaConfig(BaseModel):
     sasl_mechanism_inter_broker_protocol: Str = Field("GSSAPI", alias="sasl.mechanism.inter.broker.protocol")
 
     # -- authorization (StandardAuthorizer)
+    authorizer_class_name: Str = Field("", alias="authorizer.class.name")
+    """Empty: no ACL checks (Kafka's default); StandardAuthorizer's class name turns them on."""
     super_users: Str | None = Field(None, alias="super.users")
     """`User:a;User:b`: principals every ACL check allows."""
     allow_everyone_if_no_acl_found: Bool = Field(False, alias="allow.everyone.if.no.acl.found")
@@ -431,7 +439,25 @@ class KafkaConfig(BaseModel):
             raise ValueError("no log directory: set log.dirs (or log.dir)")
         self._check_security()
 
+    @property
+    def authorizer_enabled(self) -> bool:
+        return bool(self.authorizer_class_name)
+
     def _check_security(self) -> None:
+        if self.authorizer_class_name and self.authorizer_class_name not in AUTHORIZER_CLASSES:
+            raise ValueError(
+                f"invalid value for configuration authorizer.class.name: {self.authorizer_class_name!r} "
+                f"(kraftpy implements {AUTHORIZER_CLASSES[0]})"
+            )
+        if self.kraftpy_node_principal_template:
+            from kraftpy.security.authorizer import parse_node_template
+
+            try:
+                parse_node_template(self.kraftpy_node_principal_template)
+            except ValueError as e:
+                raise ValueError(
+                    f"invalid value for configuration kraftpy.node.principal.template: {e}"
+                ) from None
         if self.security_inter_broker_protocol.upper() not in SECURITY_PROTOCOLS:
             raise ValueError(
                 "invalid value for configuration security.inter.broker.protocol: "

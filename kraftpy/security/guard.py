@@ -14,14 +14,14 @@ may speak only for that node: broker 2 cannot heartbeat, register or report dirs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import structlog
 
 from kraftpy.security.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
-from kraftpy.security.authorizer import bound_node_id
+from kraftpy.security.authorizer import AclIndex, Authorizer, bound_node_id, parse_super_users
 from protocol.errors import Errors
 from protocol.rpc import API_SPECS
 from protocol.rpc.message import RpcMessage
@@ -584,3 +584,35 @@ _TOPIC_RULES: dict[str, Rule] = {
     "DescribeGroups": _describe_groups,
     "ListGroups": _list_groups,
 }
+
+
+# ---- one authorizer per process ----------------------------------------------------------------------
+
+
+def process_guard(
+    cfg: Any,
+    acls: Callable[[], tuple[object, Mapping[Any, Any]]],
+    topic_name: Callable[[Uuid], str | None],
+    specs: dict[str, Any],
+) -> ApiGuard | None:
+    """The guard of a process configured by `cfg` (a KafkaConfig), None when it checks nothing.
+
+    `acls()` gives a key that changes whenever the ACLs do, and the AccessControlEntryRecords by id:
+    a broker's latest image store, or the controller's own ACL manager."""
+    template = cfg.kraftpy_node_principal_template
+    if not cfg.authorizer_enabled and not template:
+        return None
+    authorizer: Callable[[], Authorizes | None] = lambda: None  # noqa: E731
+    if cfg.authorizer_enabled:
+        authz = Authorizer(parse_super_users(cfg.super_users), cfg.allow_everyone_if_no_acl_found)
+        seen: list[object] = [None]
+
+        def current() -> Authorizes:
+            key, records = acls()
+            if key is not seen[0] and key != seen[0]:
+                authz.index = AclIndex.from_records(records)
+                seen[0] = key
+            return authz
+
+        authorizer = current
+    return ApiGuard(authorizer, topic_name=topic_name, node_principal_template=template, specs=specs)

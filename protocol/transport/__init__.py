@@ -11,6 +11,8 @@ from protocol.transport.server import (
     HealthHook,
     add_handler,
     create_app,
+    served_handler,
+    set_guard,
     set_health_hook,
     start_server,
 )
@@ -33,6 +35,8 @@ __all__ = [
     "collector_paused",
     "create_app",
     "run_large",
+    "served_handler",
+    "set_guard",
     "set_health_hook",
     "start_server",
 ]

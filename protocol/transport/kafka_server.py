@@ -61,6 +61,7 @@ from protocol.transport.server import (
     HANDLERS,
     METRICS,
     SPECS,
+    served_handler,
 )
 from protocol.wire.codec import (
     API_VERSIONS_KEY,
@@ -579,7 +580,8 @@ class KafkaListener:
         if name == "ApiVersions":
             assert isinstance(req, ApiVersionsRequest)
             return ApiVersionsResponse(ApiKeys=self.api_versions()), Errors.NONE
-        handler = self.app[HANDLERS][name]
+        handler = served_handler(self.app, name)
+        assert handler is not None  # the served table lists only APIs with a handler
         try:
             resp = await handler(req, version)
             return resp, Errors(getattr(resp, "ErrorCode", 0) or 0)

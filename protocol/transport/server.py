@@ -73,6 +73,11 @@ REGISTRY = web.AppKey("kraftpy_metrics_registry", CollectorRegistry)
 HEALTH_HOOK = web.AppKey("kraftpy_health_hook", list)
 METRICS = web.AppKey("kraftpy_rpc_metrics", object)
 BODY_TIMEOUT = web.AppKey("kraftpy_body_timeout_s", float)
+GUARD = web.AppKey("kraftpy_rpc_guard", list)
+
+Guard = Callable[[str, "Handler"], "Handler"]
+"""`guard(api, handler) -> handler`: the checks every request of `api` passes before its handler
+(the process's authorizer); called per request, so it should cache what it builds."""
 CONNECTIONS = web.AppKey("kraftpy_connections", dict)
 """{transport: RequestContext} of every connection start_server accepted and has not closed."""
 
@@ -162,6 +167,7 @@ def create_app(
     app[CONNECTIONS] = {}
     # A one-slot list, so a hook can be installed after the app started (app state is frozen then).
     app[HEALTH_HOOK] = [health]
+    app[GUARD] = [None]
     for name, handler in (handlers or {}).items():
         add_handler(app, name, handler)
     app.cleanup_ctx.append(_loop_lag_probe)
@@ -215,6 +221,19 @@ def add_handler(app: web.Application, api: str, handler: Handler) -> None:
     if api not in app[SPECS]:
         raise KeyError(f"unknown API {api!r}; known: {', '.join(sorted(app[SPECS]))}")
     app[HANDLERS][api] = handler
+
+
+def set_guard(app: web.Application, guard: Guard | None) -> None:
+    """Put `guard` in front of every handler of `app`, on every listener serving it; may be called
+    after the app started."""
+    app[GUARD][0] = guard
+
+
+def served_handler(app: web.Application, api: str) -> Handler | None:
+    """The handler a request for `api` runs: the registered one behind the app's guard."""
+    handler = app[HANDLERS].get(api)
+    guard = app[GUARD][0]
+    return guard(api, handler) if handler is not None and guard is not None else handler
 
 
 def set_health_hook(app: web.Application, hook: HealthHook | None) -> None:
@@ -285,7 +304,7 @@ def _request_context(request: web.Request) -> RequestContext:
 async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[web.Response, Errors]:
     app = request.app
     spec: ApiSpec | None = app[SPECS].get(api)
-    handler = app[HANDLERS].get(api)
+    handler = served_handler(app, api)
     if spec is None or handler is None:
         msg = f"this process does not serve API '{api}'; it serves: {', '.join(sorted(app[HANDLERS])) or 'none'}"
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 404), Errors.INVALID_REQUEST
