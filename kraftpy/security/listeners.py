@@ -10,14 +10,16 @@ SSL. SASL is not spoken over HTTP: a SASL_* RPC listener refuses to start.
 from __future__ import annotations
 
 import ssl
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from aiohttp import web
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
 from kraftpy.config import TLS_PROTOCOLS, ConfigError, KafkaConfig
 from kraftpy.security.tls import PrincipalOf, anonymous, principal_builder, server_context
 from protocol.transport.connection_quotas import ConnectionQuotas, parse_overrides
-from protocol.transport.server import start_server
+from protocol.transport.server import REGISTRY, start_server
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,8 @@ async def start_rpc_listener(
     app: web.Application, listener: RpcListener, host: str, port: int, quotas: ConnectionQuotas | None
 ) -> tuple[web.AppRunner, int]:
     """Serve `app` on host:port as `listener`; the runner and the bound port, as start_server gives."""
+    if quotas is not None:
+        app[REGISTRY].register(QuotaCollector(quotas))
     return await start_server(
         app,
         host,
@@ -77,3 +81,23 @@ async def start_rpc_listener(
         quotas=quotas,
         idle_timeout_s=listener.idle_timeout_s,
     )
+
+
+class QuotaCollector:
+    """The process's connections as Kafka's socket-server metrics count them (connection-count), and
+    the connections closed at accept because a bound was reached."""
+
+    def __init__(self, quotas: ConnectionQuotas) -> None:
+        self.quotas = quotas
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "kafka_server_socket_server_metrics_connection_count",
+            "connection-count: connections open on this process's listeners",
+            value=self.quotas.active,
+        )
+        yield CounterMetricFamily(
+            "kraftpy_connections_refused",
+            "connections closed at accept by max.connections or max.connections.per.ip",
+            value=self.quotas.refused,
+        )
