@@ -207,6 +207,33 @@ class Authorizer:
             return allowed
         return self.allow_everyone_if_no_acl_found
 
+    def authorize_by_resource_type(
+        self, principal: str, host: str, operation: AclOperation, resource_type: ResourceType
+    ) -> bool:
+        """Whether `principal` may do `operation` on at least one resource of `resource_type`
+        (Kafka's Authorizer.authorizeByResourceType, KIP-679: an idempotent producer needs WRITE on
+        some topic). A DENY on every such resource (the `*` literal or the empty prefix) wins; else
+        any ALLOW that applies; with no ACL of that type at all, allow.everyone.if.no.acl.found."""
+        if self.is_super_user(principal):
+            return True
+        any_of_type = False
+        allowed = False
+        for _, acl in self.index.entries:
+            if acl.resource_type != resource_type:
+                continue
+            any_of_type = True
+            if not acl_applies(acl, principal, host, operation):
+                continue
+            if acl.permission == AclPermissionType.DENY:
+                covers_all = (
+                    acl.pattern_type == PatternType.LITERAL and acl.resource_name == WILDCARD_RESOURCE
+                ) or (acl.pattern_type == PatternType.PREFIXED and acl.resource_name == "")
+                if covers_all:
+                    return False
+            elif acl.permission == AclPermissionType.ALLOW:
+                allowed = True
+        return allowed or (not any_of_type and self.allow_everyone_if_no_acl_found)
+
     def describe(self, flt: AclBindingFilter = AclBindingFilter.ANY) -> list[AclBinding]:
         """The ACLs the filter selects, in the order they were created."""
         return [acl for _, acl in self.index.matching(flt)]

@@ -172,3 +172,35 @@ async def test_acl_changes_refused_item_by_item(as_alice: None) -> None:
     resp = await ApiGuard(lambda: TableAuthorizer())("CreateAcls", handler)(req, 3)
     assert [r.ErrorCode for r in resp.Results] == [Errors.CLUSTER_AUTHORIZATION_FAILED] * 2
     assert handler.calls == []
+
+
+def _acl(principal: str, op: Op, name: str, pattern: int = 3, permission: int = 3) -> Any:
+    from kraftpy.security.acl import AclBinding, AclPermissionType, PatternType
+
+    return AclBinding(RT.TOPIC, name, PatternType(pattern), principal, "*", op, AclPermissionType(permission))
+
+
+@pytest.mark.parametrize(
+    ("acls", "allowed"),
+    [
+        ([], False),
+        ([("User:alice", Op.WRITE, "orders", 3, 3)], True),
+        ([("User:*", Op.WRITE, "logs-", 4, 3)], True),
+        ([("User:bob", Op.WRITE, "orders", 3, 3)], False),
+        ([("User:alice", Op.READ, "orders", 3, 3)], False),
+        ([("User:alice", Op.WRITE, "orders", 3, 3), ("User:alice", Op.WRITE, "*", 3, 2)], False),
+        ([("User:alice", Op.WRITE, "orders", 3, 3), ("User:alice", Op.WRITE, "", 4, 2)], False),
+        ([("User:alice", Op.WRITE, "orders", 3, 3), ("User:alice", Op.WRITE, "ord", 4, 2)], True),
+    ],
+)
+async def test_an_idempotent_producer_needs_write_on_some_topic(
+    as_alice: None, acls: list[tuple[str, Op, str, int, int]], allowed: bool
+) -> None:
+    from kraftpy.security.authorizer import AclIndex, Authorizer
+    from protocol.rpc.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+
+    authz = Authorizer(index=AclIndex.build((i, _acl(*a)) for i, a in enumerate(acls)))
+    handler = Recorder(InitProducerIdResponse(ProducerId=7))
+    resp = await ApiGuard(lambda: authz)("InitProducerId", handler)(InitProducerIdRequest(), 4)
+    assert (resp.ErrorCode == 0) is allowed
+    assert len(handler.calls) == int(allowed)
