@@ -247,7 +247,7 @@ class ControllerServer:
         def acls() -> tuple[object, Any]:
             assert self._core is not None
             manager = self._core.m.acls
-            return (id(manager), manager.generation), manager.records
+            return manager.fingerprint, manager.records
 
         def topic_name(topic_id: Any) -> str | None:
             assert self._core is not None

@@ -39,8 +39,6 @@ class AclControlManager:
         """Id -> its AccessControlEntryRecord, in the order they were replayed."""
         self.bindings: dict[AclBinding, Uuid] = {}
         """The same ACLs by binding: Kafka's existingAcls, to answer a repeated creation."""
-        self.generation = 0
-        """Bumped by every change, so an authorizer knows when to re-index without comparing ACLs."""
 
     def replay_acl(self, record: Any) -> None:
         binding = AclBinding.from_record(record)
@@ -49,14 +47,12 @@ class AclControlManager:
             self.bindings.pop(AclBinding.from_record(old), None)
         self.records[record.Id] = record
         self.bindings[binding] = record.Id
-        self.generation += 1
 
     def replay_remove_acl(self, record: Any) -> None:
         old = self.records.pop(record.Id, None)
         if old is None:
             raise ValueError(f"cannot replay RemoveAccessControlEntryRecord: no ACL with Id {record.Id}")
         self.bindings.pop(AclBinding.from_record(old), None)
-        self.generation += 1
 
     def snapshot(self) -> tuple[dict[Uuid, Any], dict[AclBinding, Uuid]]:
         # Records are immutable once replayed: the dicts are all replay changes in place.
@@ -64,7 +60,12 @@ class AclControlManager:
 
     def restore(self, snapshot: tuple[dict[Uuid, Any], dict[AclBinding, Uuid]]) -> None:
         self.records, self.bindings = snapshot
-        self.generation += 1
+
+    @property
+    def fingerprint(self) -> tuple[int, int, Uuid | None]:
+        """Changes whenever the ACLs do, so an authorizer re-indexes only then: a restore swaps the
+        dicts, a replay adds or drops an Id (creations take fresh Ids, so none is replaced in place)."""
+        return id(self.records), len(self.records), next(reversed(self.records), None)
 
     def state(self) -> dict[Uuid, AclBinding]:
         return {i: AclBinding.from_record(r) for i, r in self.records.items()}
