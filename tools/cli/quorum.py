@@ -156,13 +156,15 @@ async def describe_quorum(addresses: Sequence[tuple[str, int]], timeout: float =
     from protocol.rpc.describe_cluster import ENDPOINT_TYPE_CONTROLLER, DescribeClusterRequest
     from protocol.rpc.describe_quorum import DescribeQuorumRequest
     from protocol.transport.client import NO_RETRIES, RpcClient
+    from tools.client.security import client_context
 
     problems: list[str] = []
+    tls = client_context()
 
     async def ask(where: str, api: str, request: Any, version: int) -> Any | None:
         """The answer, or None with the problem noted (no answer, or an error code)."""
         try:
-            async with RpcClient(f"http://{where}", timeout=timeout, retry=NO_RETRIES) as client:
+            async with RpcClient(f"http://{where}", timeout=timeout, retry=NO_RETRIES, ssl=tls) as client:
                 answer = await client.call(api, request, version)
         except KafkaError as e:
             problems.append(f"{api} to {where}: {e.message or e.code.name}")

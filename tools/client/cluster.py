@@ -3,12 +3,14 @@ one RPC connection per broker.
 
 Any address can bootstrap: a broker answers Metadata from its image, a controller from its own
 state. A refresh asks the bootstrap addresses and every broker known so far until one answers.
+With a command config (tools.client.security) the HTTP RPC is dialled over TLS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ssl
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -19,6 +21,7 @@ from protocol.rpc.metadata import MetadataRequest, MetadataResponse
 from protocol.transport import NO_RETRIES, RpcClient
 from protocol.uuid import Uuid
 from tools.client.errors import ClientError, as_error
+from tools.client.security import client_context
 from tools.client.wire import KafkaRpcClient, speaks_kafka
 
 SCHEMES = ("http://", "https://", "kafka://", "auto://")
@@ -87,15 +90,20 @@ Client = RpcClient | KafkaRpcClient | _AutoClient
 
 class ConnectionPool:
     """One client per base URL (HTTP RPC, Kafka's protocol, or either for a bare address); retries
-    are the caller's (they refresh metadata first)."""
+    are the caller's (they refresh metadata first).
+
+    The TLS context is the command config's when the pool is made: with one, every HTTP RPC
+    connection is https and a bare address is taken for an HTTP RPC listener (the tools speak no
+    SASL, so a secure cluster's Kafka listeners are not theirs)."""
 
     def __init__(self, timeout_s: float = 30.0) -> None:
         self.timeout_s = timeout_s
         self._clients: dict[str, Client] = {}
         self._specs = broker_api_specs()
+        self.ssl: ssl.SSLContext | None = client_context()
 
     def _http(self, url: str) -> RpcClient:
-        return RpcClient(url, timeout=self.timeout_s, retry=NO_RETRIES, specs=self._specs)
+        return RpcClient(url, timeout=self.timeout_s, retry=NO_RETRIES, specs=self._specs, ssl=self.ssl)
 
     def get(self, url: str) -> Client:
         client = self._clients.get(url)
@@ -103,6 +111,8 @@ class ConnectionPool:
             host, _, port = _address(url).rpartition(":")
             if url.startswith("kafka://"):
                 client = KafkaRpcClient(host, int(port), self.timeout_s)
+            elif url.startswith("auto://") and self.ssl is not None:
+                client = self._http(f"http://{host}:{port}")
             elif url.startswith("auto://"):
                 client = _AutoClient(host, int(port), self._http, self.timeout_s)
             else:

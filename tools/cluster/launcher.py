@@ -454,9 +454,12 @@ def url_of(config: str | os.PathLike[str], listener: str | None = None) -> str:
 
 
 def get_json(url: str, timeout: float = 2.0) -> tuple[int, object]:
-    """GET a JSON document; returns (HTTP status, parsed body or text)."""
+    """GET a JSON document; returns (HTTP status, parsed body or text). Over TLS with the command
+    config's client certificate when there is one (tools.client.security)."""
+    from tools.client.security import urlopen
+
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urlopen(url, timeout) as resp:
             body = resp.read()
             status = resp.status
     except urllib.error.HTTPError as e:

@@ -92,9 +92,9 @@ class BrokerNode:
         return body if status == 200 and isinstance(body, dict) else {}
 
     def metrics(self) -> str:
-        import urllib.request
+        from tools.client.security import urlopen
 
-        with urllib.request.urlopen(f"{self.url}/metrics", timeout=2.0) as resp:
+        with urlopen(f"{self.url}/metrics", 2.0) as resp:
             return resp.read().decode()
 
     def dir_id(self, index: int) -> Any:

@@ -4,11 +4,16 @@
 In multi-host mode the nodes' addresses exist only inside the test network, so the probe runs there:
 `nsenter --net=/run/netns/<client ns> -- python -m tools.cluster.probe URL...` prints one JSON
 object mapping each URL to its result. `probe_all` hides which of the two ways is used.
+
+With a command config (tools.client.security) every `http://` URL is fetched over TLS with its
+client certificate.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import ssl
 import subprocess
 import sys
 import urllib.error
@@ -16,6 +21,8 @@ import urllib.request
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+from tools.client.security import CURRENT, child_env, client_context, urlopen
 
 
 def zk_serving(host: str, port: int, timeout: float = 1.0) -> bool:
@@ -34,17 +41,20 @@ def zk_serving(host: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def fetch(url: str, timeout: float = 1.0) -> dict[str, Any]:
-    """{"status": HTTP status or None, "body": parsed JSON or text, "error": text or None}."""
+def fetch(url: str, timeout: float = 1.0, ctx: ssl.SSLContext | None = CURRENT) -> dict[str, Any]:
+    """{"status": HTTP status or None, "body": parsed JSON or text, "error": text or None}.
+    `ctx`: the TLS client context (default: the command config's)."""
+    if ctx is CURRENT:
+        ctx = client_context()
     if url.startswith(METADATA_SCHEME):
-        return _metadata(url[len(METADATA_SCHEME) :], timeout)
+        return _metadata(url[len(METADATA_SCHEME) :], timeout, ctx)
     if url.startswith("zk://"):
         host, _, port = url[len("zk://") :].rpartition(":")
         if zk_serving(host, int(port), timeout):
             return {"status": 200, "body": {"status": "ok"}, "error": None}
         return {"status": None, "body": None, "error": "not serving clients (no version in its srvr answer)"}
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as resp:
+        with urlopen(url, timeout, ctx) as resp:
             status, raw = resp.status, resp.read()
     except urllib.error.HTTPError as e:
         status, raw = e.code, e.read()
@@ -64,7 +74,7 @@ METADATA_SCHEME = "metadata+"
 """`metadata+http://host:port`: a broker's Metadata answer for every topic (JSON, Kafka's field names)."""
 
 
-def _metadata(base: str, timeout: float) -> dict[str, Any]:
+def _metadata(base: str, timeout: float, ctx: ssl.SSLContext | None) -> dict[str, Any]:
     body = json.dumps(
         {"Topics": None, "AllowAutoTopicCreation": False, "IncludeTopicAuthorizedOperations": False}
     ).encode()
@@ -75,7 +85,7 @@ def _metadata(base: str, timeout: float) -> dict[str, Any]:
         method="POST",
     )
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
+        with urlopen(req, timeout, ctx) as resp:
             return {"status": resp.status, "body": json.loads(resp.read()), "error": None}
     except urllib.error.HTTPError as e:
         return {"status": e.code, "body": None, "error": str(e)}
@@ -86,8 +96,10 @@ def _metadata(base: str, timeout: float) -> dict[str, Any]:
 def fetch_many(urls: Sequence[str], timeout: float = 1.0) -> dict[str, dict[str, Any]]:
     if not urls:
         return {}
+    # Read here: the worker threads do not see the command config a caller's block set.
+    ctx = client_context()
     with ThreadPoolExecutor(max_workers=min(16, len(urls))) as pool:
-        results = list(pool.map(lambda u: fetch(u, timeout), urls))
+        results = list(pool.map(lambda u: fetch(u, timeout, ctx), urls))
     return dict(zip(urls, results, strict=True))
 
 
@@ -99,7 +111,14 @@ def probe_all(urls: Sequence[str], netns: str | None, timeout: float = 1.0) -> d
 
     argv = wrap([sys.executable, "-m", "tools.cluster.probe", "--timeout", str(timeout), *urls], netns)
     try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout * 2 + 10, check=False)
+        proc = subprocess.run(
+            argv,
+            capture_output=True,
+            text=True,
+            timeout=timeout * 2 + 10,
+            check=False,
+            env={**os.environ, **child_env()},
+        )
         return json.loads(proc.stdout)
     except (subprocess.TimeoutExpired, ValueError):
         err = {"status": None, "body": None, "error": f"probe inside {netns} failed"}

@@ -307,7 +307,9 @@ async def create_topic(
     from protocol.errors import Errors
     from protocol.rpc.create_topics import CreateTopicsRequest as Req
     from protocol.transport.client import RpcClient
+    from tools.client.security import client_context
 
+    tls = client_context()
     topic = Req.CreatableTopic(
         Name=name,
         NumPartitions=-1 if assignment else partitions,
@@ -320,7 +322,7 @@ async def create_topic(
     )
     last: object = None
     for address in bootstrap.split(","):
-        async with RpcClient(f"http://{address.strip()}") as client:
+        async with RpcClient(f"http://{address.strip()}", ssl=tls) as client:
             try:
                 resp = await client.call("CreateTopics", Req(Topics=[topic], TimeoutMs=30000))
             except Exception as e:  # that broker is down: ask the next
@@ -376,7 +378,10 @@ class ProducerProcess:
         ]
         self.argv = argv
         log_path = log_file or ack_file.with_suffix(".log")
-        self.popen = launcher.spawn(argv, log_path, name="producer").popen
+        from tools.client.security import child_env
+
+        # the command config in use here (a secure cluster's admin certificate) goes with it
+        self.popen = launcher.spawn(argv, log_path, name="producer", env=child_env()).popen
         self.log_file = log_path
 
     @property
@@ -415,7 +420,16 @@ def consume_in(
         "--topic",
         topic,
     ]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s + 30, check=False)
+    from tools.client.security import child_env
+
+    proc = subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s + 30,
+        check=False,
+        env={**os.environ, **child_env()},
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"consumer failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
     return [tuple(x) for x in json.loads(proc.stdout)]  # type: ignore[misc]
