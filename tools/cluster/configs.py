@@ -1,7 +1,7 @@
 """Kafka-style .properties for controller-only and broker-only nodes, with Kafka's property names.
 
 The plain builders take ids, addresses and dirs; the `NodePlan` ones (what `kraftpy cluster` plans) add
-the defaults a demo cluster runs with.
+the defaults a demo cluster runs with, and `secure_properties` what a `--secure` cluster adds.
 """
 
 from __future__ import annotations
@@ -10,13 +10,23 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tools.cluster.spec import (
+    ADMIN_USER,
     BROKER_LISTENER,
     CONTROLLER_LISTENER,
     LOOPBACK,
     RPC_LISTENER,
+    SASL_LISTENER,
     ClusterSpec,
     NodePlan,
+    SecurityLayout,
+    node_name,
 )
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+CN_RULES = "RULE:^CN=([^,]+).*$/$1/,DEFAULT"
+"""ssl.principal.mapping.rules naming a certificate's holder by its CN alone (User:node-1, User:admin)."""
+NODE_PRINCIPAL_TEMPLATE = "User:node-{id}"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def voters_string(voters: Mapping[int, str | int]) -> str:
@@ -53,14 +63,16 @@ def broker_props(
     host: str = LOOPBACK,
     kafka_port: int | None = None,
     rpc_listener: str = RPC_LISTENER,
+    kafka_listener: str = BROKER_LISTENER,
 ) -> dict[str, str]:
     """A broker-only node with `log_dirs` (JBOD when more than one): the HTTP RPC on
-    `rpc_listener`://host:port and, with `kafka_port`, Kafka's protocol on PLAINTEXT://host:kafka_port."""
+    `rpc_listener`://host:port and, with `kafka_port`, Kafka's protocol on
+    `kafka_listener`://host:kafka_port (PLAINTEXT unless the protocol map is replaced)."""
     listeners = [f"{rpc_listener}://{host}:{port}"]
     protocols = [f"{CONTROLLER_LISTENER}:PLAINTEXT", f"{rpc_listener}:PLAINTEXT"]
     if kafka_port is not None:
-        listeners.append(f"{BROKER_LISTENER}://{host}:{kafka_port}")
-        protocols.append(f"{BROKER_LISTENER}:PLAINTEXT")
+        listeners.append(f"{kafka_listener}://{host}:{kafka_port}")
+        protocols.append(f"{kafka_listener}:PLAINTEXT")
     props = {
         "process.roles": "broker",
         "node.id": str(node_id),
@@ -128,7 +140,11 @@ def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dic
 
 
 def broker_properties(
-    node: NodePlan, voters: str, spec: ClusterSpec, rpc_listener: str = RPC_LISTENER
+    node: NodePlan,
+    voters: str,
+    spec: ClusterSpec,
+    rpc_listener: str = RPC_LISTENER,
+    kafka_listener: str = BROKER_LISTENER,
 ) -> dict[str, str]:
     props = broker_props(
         node_id=node.node_id,
@@ -139,6 +155,7 @@ def broker_properties(
         host=node.host,
         kafka_port=node.kafka_port,
         rpc_listener=rpc_listener,
+        kafka_listener=kafka_listener,
     )
     props["num.partitions"] = "3"
     props["default.replication.factor"] = str(min(3, spec.brokers))
@@ -234,16 +251,59 @@ def migrated_broker_properties(node: NodePlan, voters: str, spec: ClusterSpec) -
     return props
 
 
-def node_properties(node: NodePlan, nodes: Sequence[NodePlan], spec: ClusterSpec) -> dict[str, str]:
+def secure_properties(node: NodePlan, nodes: Sequence[NodePlan], layout: SecurityLayout) -> dict[str, str]:
+    """What a `--secure` cluster adds to a KRaft node's config: its CONTROLLER and RPC listeners SSL
+    with client certificates required, each peer named by its certificate's CN; the broker's
+    Kafka listener SASL_SSL with SCRAM; ACLs checked, with every node and the admin as super users;
+    and a node's principal bound to its id, so one node cannot speak for another."""
+    supers = [f"User:{node_name(n.node_id)}" for n in nodes if n.role in ("controller", "broker")]
+    props = {
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(layout.node_keystore(node.node_id)),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(layout.ca),
+        "ssl.client.auth": "required",
+        "ssl.principal.mapping.rules": CN_RULES,
+        "authorizer.class.name": STANDARD_AUTHORIZER,
+        "super.users": ";".join([*supers, f"User:{ADMIN_USER}"]),
+        "kraftpy.node.principal.template": NODE_PRINCIPAL_TEMPLATE,
+    }
+    if node.role == "controller":
+        props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:SSL"
+        return props
+    protocols = [f"{CONTROLLER_LISTENER}:SSL", f"{RPC_LISTENER}:SSL"]
+    if node.kafka_port is not None:
+        protocols.append(f"{SASL_LISTENER}:SASL_SSL")
+        props["sasl.enabled.mechanisms"] = ",".join(SCRAM_MECHANISMS)
+        # Kafka's clients authenticate there with SCRAM, not a certificate (KIP-684: a SASL_SSL
+        # listener asks for one only when its own ssl.client.auth says so).
+        props[f"listener.name.{SASL_LISTENER.lower()}.ssl.client.auth"] = "none"
+    props["listener.security.protocol.map"] = ",".join(protocols)
+    return props
+
+
+def node_properties(
+    node: NodePlan, nodes: Sequence[NodePlan], spec: ClusterSpec, security: SecurityLayout | None = None
+) -> dict[str, str]:
+    """A node's config; a `spec.secure` cluster's needs the `security` layout of its files."""
     if node.role == "zookeeper":
         return zookeeper_properties(node)
     connect = zookeeper_connect(nodes)
     if connect is not None:
         return zk_broker_properties(node, connect, spec)
+    if spec.secure and security is None:
+        raise ValueError("a secure cluster's configs need the layout of its TLS files")
     voters = quorum_voters(nodes)
     if node.role == "controller":
-        return controller_properties(node, voters, spec)
-    return broker_properties(node, voters, spec)
+        props = controller_properties(node, voters, spec)
+    else:
+        kafka_listener = SASL_LISTENER if spec.secure else BROKER_LISTENER
+        props = broker_properties(node, voters, spec, kafka_listener=kafka_listener)
+    if spec.secure and security is not None:
+        extra = spec.controller_config if node.role == "controller" else spec.broker_config
+        # what the spec asks for explicitly still wins, as it does over the other defaults
+        props.update({k: v for k, v in secure_properties(node, nodes, security).items() if k not in extra})
+    return props
 
 
 def write_config(path: str | Path, props: Mapping[str, str], title: str | None = None) -> Path:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tools.cluster.spec import NodePlan
+from tools.cluster.spec import ADMIN_USER, NodePlan, SecurityLayout
 
 ALERT_RULES = Path(__file__).resolve().parents[2] / "ops" / "prometheus" / "kraftpy-alerts.yml"
 
@@ -23,11 +23,27 @@ def targets(nodes: list[NodePlan]) -> list[dict[str, object]]:
     return out
 
 
-def scrape_config(nodes: list[NodePlan], *, interval: str = "15s", rules: Path | None = ALERT_RULES) -> str:
-    """The configuration text; `interval` is both the scrape and the rule evaluation interval."""
+def scrape_config(
+    nodes: list[NodePlan],
+    *,
+    interval: str = "15s",
+    rules: Path | None = ALERT_RULES,
+    security: SecurityLayout | None = None,
+) -> str:
+    """The configuration text; `interval` is both the scrape and the rule evaluation interval.
+    `security`: a secure cluster's files, scraped over TLS with its admin certificate."""
+    job: dict[str, object] = {"job_name": "kraftpy", "static_configs": targets(nodes)}
+    if security is not None:
+        job["scheme"] = "https"
+        # Go's key loader skips the certificate that follows the key in the keystore file.
+        job["tls_config"] = {
+            "ca_file": str(security.ca),
+            "cert_file": str(security.dir / f"{ADMIN_USER}.pem"),
+            "key_file": str(security.keystore(ADMIN_USER)),
+        }
     config: dict[str, object] = {
         "global": {"scrape_interval": interval, "evaluation_interval": interval},
-        "scrape_configs": [{"job_name": "kraftpy", "static_configs": targets(nodes)}],
+        "scrape_configs": [job],
     }
     if rules is not None:
         config["rule_files"] = [str(rules)]

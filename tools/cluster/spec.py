@@ -13,6 +13,7 @@ Layout under the work dir:
     broker-1/logs-0 ...                plain log dirs (embedded default)
     broker-1/disk-0/data ...           with --real-disks: the log dir inside the disk's mount
     disks/                             tools.disk state, images
+    security/                          with --secure: CA, node and admin certificates, client configs
 """
 
 from __future__ import annotations
@@ -43,6 +44,13 @@ ZOOKEEPER_NODE = "zookeeper"
 DEFAULT_WORK_DIR = Path("work") / "cluster"
 WORK_ENV = "KRAFTPY_WORK"
 DATA_SUBDIR = "data"
+SECURITY_SUBDIR = "security"
+SASL_LISTENER = "SASL_SSL"
+"""A secure KRaft broker's Kafka-protocol listener (SASL_SSL with SCRAM), instead of PLAINTEXT."""
+ADMIN_USER = "admin"
+"""CN of the operator's certificate (admin.properties): a super user."""
+CLIENT_USER = "client"
+"""The SCRAM user of client.properties, for Kafka's clients."""
 
 # Faster than Kafka's defaults so a laptop demo reacts within seconds; tests and the benchmark
 # override them as their scenario needs (the benchmark keeps the 2000 ms heartbeat).
@@ -74,6 +82,9 @@ class ClusterSpec:
     base_port: int | None = None
     # ZooKeeper mode (KIP-112): one ZooKeeper server and ZooKeeper-mode brokers, no KRaft controllers.
     zookeeper: bool = False
+    # TLS with client certificates between nodes and for kraftpy's tools, SASL_SSL for Kafka's
+    # clients, ACLs (SecurityLayout says where the files are).
+    secure: bool = False
 
     @property
     def servers(self) -> int:
@@ -92,6 +103,10 @@ class ClusterSpec:
         bad = [f for f in self.fs if f not in ("ext4", "xfs")]
         if bad or not self.fs:
             raise ValueError(f"filesystems must be ext4 or xfs, not {', '.join(bad) or 'none'}")
+        if self.secure and self.zookeeper:
+            raise ValueError("--secure is for KRaft clusters: ZooKeeper mode runs without TLS")
+        if self.secure and self.multi_host:
+            raise ValueError("--secure runs on 127.0.0.1 only: it cannot be combined with --multi-host")
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -108,6 +123,7 @@ class ClusterSpec:
             "controller_config": dict(self.controller_config),
             "base_port": self.base_port,
             "zookeeper": self.zookeeper,
+            "secure": self.secure,
         }
 
     @classmethod
@@ -127,6 +143,7 @@ class ClusterSpec:
             controller_config=dict(d.get("controller_config") or {}),  # type: ignore[call-overload]
             base_port=d.get("base_port"),  # type: ignore[arg-type]
             zookeeper=bool(d.get("zookeeper", False)),
+            secure=bool(d.get("secure", False)),
         )
 
 
@@ -220,6 +237,48 @@ class NodePlan:
 
 def _dir_json(d: DirPlan) -> dict[str, object]:
     return {"path": d.path, "index": d.index, "disk": d.disk, "mountpoint": d.mountpoint, "fs": d.fs}
+
+
+@dataclass(frozen=True)
+class SecurityLayout:
+    """Where a secure cluster's TLS files are: `<work dir>/security/`, owner-only.
+
+    ca.pem, ca.key.pem                 the cluster's private CA (tools.cluster.certs)
+    node-<id>.keystore.pem, .pem       each node's key and certificate (CN=node-<id>)
+    admin.keystore.pem, admin.pem      the operator's client certificate (CN=admin, a super user)
+    admin.properties                   --command-config for kraftpy's tools
+    client.properties                  SASL_SSL settings for Kafka's clients (kcat -F)
+    """
+
+    dir: Path
+
+    @classmethod
+    def of(cls, work_dir: str | os.PathLike[str]) -> SecurityLayout:
+        return cls(Path(os.path.abspath(work_dir)) / SECURITY_SUBDIR)
+
+    @property
+    def ca(self) -> Path:
+        return self.dir / "ca.pem"
+
+    def keystore(self, name: str) -> Path:
+        """Key and certificate chain of `name` (node-<id> or admin), as tools.cluster.certs writes them."""
+        return self.dir / f"{name}.keystore.pem"
+
+    def node_keystore(self, node_id: int) -> Path:
+        return self.keystore(node_name(node_id))
+
+    @property
+    def admin_properties(self) -> Path:
+        return self.dir / "admin.properties"
+
+    @property
+    def client_properties(self) -> Path:
+        return self.dir / "client.properties"
+
+
+def node_name(node_id: int) -> str:
+    """A node's certificate CN, and so its principal's name (User:node-<id>)."""
+    return f"node-{node_id}"
 
 
 def default_work_dir() -> Path:
