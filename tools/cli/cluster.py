@@ -27,6 +27,10 @@ By default log dirs are plain directories under the work dir (works anywhere). W
 (root) each is its own loop-device filesystem; with --multi-host (root) each node runs in its own
 network namespace on a bridge (10.200.0.0/24). With --zookeeper the cluster runs in ZooKeeper mode
 (KIP-112): one ZooKeeper server instead of the controllers, and one of the brokers is the controller.
+With --secure every node's RPC listener is TLS with client certificates from a CA made for the cluster,
+the brokers' Kafka listeners are SASL_SSL (SCRAM) and ACLs are enforced; <work dir>/security/ holds
+admin.properties (--command-config for kraftpy's tools) and client.properties (kcat -F) (KRaft and
+127.0.0.1 only: not with --zookeeper or --multi-host).
 Work dir: --work-dir, else $KRAFTPY_WORK, else ./work/cluster.
 """
 
@@ -57,6 +61,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--zookeeper",
         action="store_true",
         help="ZooKeeper mode (KIP-112): a ZooKeeper server and ZooKeeper-mode brokers, no KRaft controllers",
+    )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="TLS with client certificates between nodes and for kraftpy's tools, SASL_SSL (SCRAM) for Kafka "
+        "clients, ACLs; files in <work dir>/security",
     )
     p.add_argument("--real-disks", action="store_true", help="each log dir on its own loop-device fs (root)")
     p.add_argument(
@@ -175,6 +185,7 @@ def _up(args: argparse.Namespace) -> int:
             restart=args.restart,
             broker_config=broker_config,
             zookeeper=args.zookeeper,
+            secure=args.secure,
         )
     except ValueError as e:
         raise UserError(str(e)) from None
@@ -197,12 +208,34 @@ def _up(args: argparse.Namespace) -> int:
         raise UserError(str(e)) from None
     _print_view(cluster, None)
     print(f"bootstrap servers: {cluster.bootstrap_servers()}")
-    if kafka := cluster.kafka_bootstrap_servers():
+    if spec.secure:
+        _print_secure_usage(cluster)
+    elif kafka := cluster.kafka_bootstrap_servers():
         print(f"Kafka clients (kcat, librdkafka, kafka-python): {kafka}")
     if cluster.client_netns:
         print(f"clients run inside the namespace: nsenter --net=/run/netns/{cluster.client_netns} -- ...")
     print(f"stop with: kraftpy cluster down --work-dir {cluster.work_dir}")
     return 0
+
+
+def _print_secure_usage(cluster: LocalCluster) -> None:
+    from tools.client.security import COMMAND_CONFIG_ENV
+    from tools.cluster.spec import CLIENT_USER
+
+    sec = cluster.security
+    first = cluster.brokers[0].bootstrap
+    rf = min(3, len(cluster.brokers))
+    print(f"kraftpy's tools (TLS, the admin certificate): --command-config {sec.admin_properties}")
+    print(
+        f"  kraftpy topics create --command-config {sec.admin_properties} --bootstrap-server {first} "
+        f"--topic t --partitions 3 --replication-factor {rf}"
+    )
+    print(f"  or: export {COMMAND_CONFIG_ENV}={sec.admin_properties}")
+    print(
+        f"Kafka clients (SASL_SSL, SCRAM user {CLIENT_USER}, password in the file): "
+        f"{cluster.kafka_bootstrap_servers()}"
+    )
+    print(f"  kcat -F {sec.client_properties} -L")
 
 
 def _print_view(cluster: LocalCluster, topics: list[str] | None) -> None:
@@ -232,7 +265,8 @@ def _prometheus_config(args: argparse.Namespace) -> int:
             f"run Prometheus inside the namespace: nsenter --net=/run/netns/{cluster.client_netns} -- prometheus ...",
             file=sys.stderr,
         )
-    print(scrape_config(list(cluster.state.nodes), interval=args.interval), end="")
+    security = cluster.security if cluster.spec.secure else None
+    print(scrape_config(list(cluster.state.nodes), interval=args.interval, security=security), end="")
     return 0
 
 

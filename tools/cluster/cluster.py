@@ -9,6 +9,10 @@
 
 Everything is recorded in `<work dir>/cluster.json` before it is created, so another invocation
 (`kraftpy cluster status|down`) or a later one after a crash finds and removes it all.
+
+A secure cluster (`ClusterSpec(secure=True)`) is reached with its own admin certificate
+(`<work dir>/security/admin.properties`) by every probe, wait and client this class runs, whatever
+command config the caller has set; a plain one without TLS, likewise.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,6 +42,7 @@ from tools.cluster.spec import (
     ClusterSpec,
     DirPlan,
     NodePlan,
+    SecurityLayout,
     client_host_index,
     client_netns,
     plan_nodes,
@@ -46,7 +51,7 @@ from tools.cluster.state import ClusterState, ProcessRecord, StateFile
 from tools.cluster.view import ClusterView, build_view, is_active_controller
 
 Say = Callable[[str], None]
-LEFTOVER_NAMES = ("config", "logs", "disks", "zookeeper")
+LEFTOVER_NAMES = ("config", "logs", "disks", "zookeeper", "security")
 
 
 def _quiet(_msg: str) -> None:
@@ -75,6 +80,27 @@ class LocalCluster:
     @property
     def controllers(self) -> list[NodePlan]:
         return self.state.controllers
+
+    @property
+    def security(self) -> SecurityLayout:
+        """Where the TLS files of a secure cluster are (nothing is there for a plain one)."""
+        return SecurityLayout.of(self.work_dir)
+
+    @property
+    def command_config(self) -> Path | None:
+        """The command config (--command-config) that reaches this cluster's nodes: its admin
+        certificate's when it is secure, None when its listeners are plain."""
+        return self.security.admin_properties if self.spec.secure else None
+
+    @contextlib.contextmanager
+    def _tls(self, state: ClusterState | None = None) -> Iterator[None]:
+        """Inside: the probes and clients reach the nodes as this cluster needs, with its admin
+        certificate or plain, whatever the caller's command config."""
+        from tools.client.security import command_config
+
+        st = state or self.state
+        with command_config(self.security.admin_properties if st.spec.secure else None):
+            yield
 
     def active_controller(self, state: ClusterState | None = None) -> NodePlan:
         """The controller the voters' quorum-state files last named leader (the first controller
@@ -150,7 +176,8 @@ class LocalCluster:
         running.sort(key=lambda b: not ((bodies.get(b.name) or {}).get("controller") or {}).get("active"))
         for b in running:
             url = METADATA_SCHEME + b.url
-            answer = probe_all([url], self.client_netns, 2.0)[url]
+            with self._tls(st):
+                answer = probe_all([url], self.client_netns, 2.0)[url]
             if answer.get("status") == 200 and isinstance(answer.get("body"), dict):
                 return image_from_metadata(answer["body"], st.brokers, bodies)
         raise ClusterError("no running broker answered Metadata")
@@ -169,12 +196,14 @@ class LocalCluster:
         st = self.state
         nodes = [n for n in st.nodes if names is None or n.name in names]
         urls = {(n.url if n.role == "zookeeper" else f"{n.url}/healthz"): n.name for n in nodes}
-        results = probe_all(list(urls), self.client_netns, timeout)
+        with self._tls(st):
+            results = probe_all(list(urls), self.client_netns, timeout)
         return {urls[u]: r for u, r in results.items()}
 
     def metrics(self, name: str, timeout: float = 1.0) -> str | None:
         node = self.state.node(name)
-        r = probe_all([f"{node.url}/metrics"], self.client_netns, timeout)[f"{node.url}/metrics"]
+        with self._tls():
+            r = probe_all([f"{node.url}/metrics"], self.client_netns, timeout)[f"{node.url}/metrics"]
         return r["body"] if r.get("status") == 200 and isinstance(r.get("body"), str) else None
 
     def view(self, *, probe: bool = True, usage: bool = True) -> ClusterView:
@@ -225,6 +254,7 @@ class LocalCluster:
             mode += ", migrated to KRaft" if st.migration.finalized else ", migrating to KRaft"
             migration = (phase(st), node_phases(st))
         mode += ", real disks" if st.spec.real_disks else ", plain dirs"
+        mode += ", secure (TLS, SASL_SSL, ACLs)" if st.spec.secure else ""
         return build_view(
             work_dir=str(self.work_dir),
             cluster_id=st.cluster_id,
@@ -259,6 +289,8 @@ class LocalCluster:
         try:
             cluster._create(spec, say, cluster_id)
             cluster.start_all(say=say, timeout=timeout)
+            if spec.secure:
+                cluster._grant_client_acls(say)
         except BaseException:
             say("cluster did not come up; removing what was created")
             with contextlib.suppress(Exception):
@@ -267,6 +299,13 @@ class LocalCluster:
         if spec.restart == "on-failure":
             cluster._start_watcher()
         return cluster
+
+    def _grant_client_acls(self, say: Say) -> None:
+        from tools.cluster.secure import grant_client_acls
+        from tools.cluster.spec import CLIENT_USER
+
+        count = grant_client_acls(self.security, self.brokers)
+        say(f"{count} ACLs let the SCRAM user {CLIENT_USER} produce to, consume and create any topic")
 
     def _check_can_create(self, spec: ClusterSpec) -> None:
         if self.store.exists():
@@ -336,14 +375,24 @@ class LocalCluster:
             for n in nodes:
                 for d in n.log_dirs:
                     Path(d.path).mkdir(parents=True, exist_ok=True)
+        layout: SecurityLayout | None = None
+        scram: list[str] = []
+        if spec.secure:
+            from tools.cluster.secure import create_files, scram_arguments
+
+            made = create_files(self.security, nodes)
+            layout, scram = made.layout, scram_arguments(made.client_password)
+            say(f"a CA, node certificates and client settings in {layout.dir}")
         dir_ids: dict[str, str] = {}
         for n in nodes:
-            write_config(n.config, node_properties(n, nodes, spec), f"{n.name} (kraftpy cluster)")
+            write_config(n.config, node_properties(n, nodes, spec, layout), f"{n.name} (kraftpy cluster)")
             if n.role == "zookeeper":
                 Path(n.metadata_dir).mkdir(parents=True, exist_ok=True)
             elif not spec.zookeeper:
                 # ZooKeeper-mode brokers format nothing: they write meta.properties v0 at first start.
-                dir_ids.update(_format(n, state.cluster_id))
+                # The client's SCRAM credential goes where the metadata log starts: the controllers'.
+                add_scram = scram if n.role == "controller" else []
+                dir_ids.update(_format(n, state.cluster_id, add_scram))
         with self.store.locked():
             st = self.store.load()
             st.directory_ids = dir_ids
@@ -595,16 +644,17 @@ class LocalCluster:
 
         if self.client_netns is None:
             try:
-                asyncio.run(
-                    workload.create_topic(
-                        self.bootstrap_servers(),
-                        name,
-                        partitions,
-                        replication_factor,
-                        assignment=assignment,
-                        configs=configs,
+                with self._tls():
+                    asyncio.run(
+                        workload.create_topic(
+                            self.bootstrap_servers(),
+                            name,
+                            partitions,
+                            replication_factor,
+                            assignment=assignment,
+                            configs=configs,
+                        )
                     )
-                )
             except RuntimeError as e:
                 raise ClusterError(str(e)) from None
         else:
@@ -637,14 +687,15 @@ class LocalCluster:
         """A continuous acks=all idempotent producer process (tools.cluster.workload)."""
         from tools.cluster.workload import ProducerProcess
 
-        producer = ProducerProcess(
-            self._client_wrap(),
-            bootstrap or self.bootstrap_servers(),
-            topic,
-            Path(ack_file),
-            rate=rate,
-            value_size=value_size,
-        )
+        with self._tls():
+            producer = ProducerProcess(
+                self._client_wrap(),
+                bootstrap or self.bootstrap_servers(),
+                topic,
+                Path(ack_file),
+                rate=rate,
+                value_size=value_size,
+            )
         self._clients.append(producer)
         return producer
 
@@ -655,9 +706,10 @@ class LocalCluster:
         import tools.cluster.workload as workload
 
         servers = bootstrap or self.bootstrap_servers()
-        if self.client_netns is None:
-            return asyncio.run(workload.consume(servers, topic, timeout))
-        return workload.consume_in(self._client_wrap(), servers, topic, timeout)
+        with self._tls():
+            if self.client_netns is None:
+                return asyncio.run(workload.consume(servers, topic, timeout))
+            return workload.consume_in(self._client_wrap(), servers, topic, timeout)
 
     # ================================================================== faults
 
@@ -755,14 +807,15 @@ class LocalCluster:
         return actions
 
 
-def _format(node: NodePlan, cluster_id: str) -> dict[str, str]:
-    """`kraftpy storage format` for one node, in process; returns log dir -> directory.id."""
+def _format(node: NodePlan, cluster_id: str, add_scram: Sequence[str] = ()) -> dict[str, str]:
+    """`kraftpy storage format` (with `--add-scram` for each of `add_scram`) for one node, in
+    process; returns log dir -> directory.id."""
     from kraftpy.config import ConfigError, load_config
     from kraftpy.storage.format import FormatError, execute_format, plan_format
 
     try:
         cfg = load_config(node.config)
-        plan = plan_format(cfg, cluster_id)
+        plan = plan_format(cfg, cluster_id, add_scram=add_scram)
         execute_format(plan)
     except (ConfigError, FormatError, OSError) as e:
         raise ClusterError(f"formatting {node.name} failed: {e}") from None
@@ -772,9 +825,14 @@ def _format(node: NodePlan, cluster_id: str) -> dict[str, str]:
 def run_client(
     cluster: LocalCluster, argv: Sequence[str], timeout: float = 120.0
 ) -> subprocess.CompletedProcess[str]:
-    """Run a client command where the cluster's addresses are reachable."""
+    """Run a client command where the cluster's addresses are reachable, with the cluster's
+    command config."""
+    from tools.client.security import child_env
+
+    with cluster._tls():
+        env = {**os.environ, **child_env()}
     return subprocess.run(
-        cluster.client_command(argv), capture_output=True, text=True, timeout=timeout, check=False
+        cluster.client_command(argv), capture_output=True, text=True, timeout=timeout, check=False, env=env
     )
 
 
