@@ -51,13 +51,25 @@ def kafka_bootstrap(given: str | None) -> str:
             f"--bootstrap-server is needed: there is no cluster in {cluster.work_dir} "
             "(set $KRAFTPY_WORK to a `kraftpy cluster` work dir, or name a broker)"
         )
+    if cluster.spec.secure:
+        raise UserError(f"{PLAIN_ONLY} (the cluster in {cluster.work_dir})")
     servers = [b.kafka_bootstrap for b in cluster.brokers if b.kafka_bootstrap]
     if not servers:
         raise UserError(f"the cluster in {cluster.work_dir} has no Kafka-protocol listeners (ZooKeeper mode)")
     return ",".join(servers)
 
 
+PLAIN_ONLY = (
+    "consumer-groups speaks Kafka's protocol without TLS or SASL, so it cannot reach the SASL_SSL listeners "
+    "of a secure cluster"
+)
+
+
 async def _main(args: argparse.Namespace) -> int:
+    from tools.client.security import command_config_path
+
+    if command_config_path() is not None:
+        raise UserError(f"{PLAIN_ONLY} (a command config is set)")
     bootstrap = kafka_bootstrap(args.kafka_bootstrap_server)
     if args.list:
         for group in sorted(await list_groups(bootstrap)):

@@ -7,6 +7,7 @@ the parser it adds sets `func`, called with the parsed args and returning the ex
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import pkgutil
 import sys
@@ -22,6 +23,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kraftpy",
         description="Admin tools for kraftpy, a KRaft controller and JBOD broker model.",
+    )
+    parser.add_argument(
+        COMMAND_CONFIG_FLAG,
+        metavar="FILE",
+        help="client properties for reaching TLS nodes, as Kafka's tools take them (security.protocol=SSL, "
+        "ssl.keystore.location, ssl.truststore.location, ...); also after the command, or "
+        "$KRAFTPY_COMMAND_CONFIG",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for info in sorted(pkgutil.iter_modules(cli_pkg.__path__), key=lambda m: m.name):
@@ -42,6 +50,34 @@ KAFKA_ACTION_FLAGS: dict[str, dict[str, str]] = {
 }
 
 
+COMMAND_CONFIG_FLAG = "--command-config"
+
+
+def split_command_config(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(`--command-config FILE` wherever it was, the other words): Kafka's tools take it among their
+    own flags (`kafka-topics.sh --command-config admin.properties --create ...`), ours before the
+    command, so it is moved there."""
+    rest: list[str] = []
+    found: list[str] = []
+    args = list(argv)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest += args[i:]
+            break
+        if arg == COMMAND_CONFIG_FLAG and i + 1 < len(args):
+            found = [arg, args[i + 1]]
+            i += 2
+            continue
+        if arg.startswith(COMMAND_CONFIG_FLAG + "="):
+            found = [arg]
+        else:
+            rest.append(arg)
+        i += 1
+    return found, rest
+
+
 def kafka_style(argv: Sequence[str]) -> list[str]:
     """`COMMAND ... --ACTION ...` as `COMMAND ACTION ...` when COMMAND takes Kafka's action flags."""
     args = list(argv)
@@ -59,17 +95,28 @@ def kafka_style(argv: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
+    config, words = split_command_config(sys.argv[1:] if argv is None else argv)
     try:
-        words = kafka_style(sys.argv[1:] if argv is None else argv)
+        words = kafka_style(words)
     except ValueError as e:
         parser.error(str(e))
-    args = parser.parse_args(words)
+    args = parser.parse_args(config + words)
     try:
-        if hasattr(args, "bootstrap_server") and args.bootstrap_server is None:
-            from tools.client.cli_support import cluster_bootstrap
+        with contextlib.ExitStack() as scope:
+            from tools.client.security import client_context, command_config, command_config_path
 
-            args.bootstrap_server = cluster_bootstrap()
-        code = args.func(args)
+            if args.command_config is not None:
+                scope.enter_context(command_config(args.command_config))
+            # A bad file is reported once, before the command does anything.
+            client_context()
+            if hasattr(args, "bootstrap_server") and args.bootstrap_server is None:
+                from tools.client.cli_support import cluster_client
+
+                args.bootstrap_server, cluster_config = cluster_client()
+                if command_config_path() is None and cluster_config is not None:
+                    # a secure `kraftpy cluster`: reached with its own admin certificate
+                    scope.enter_context(command_config(cluster_config))
+            code = args.func(args)
     except UserError as e:
         print(f"kraftpy {args.command}: {e}", file=sys.stderr)
         return 2

@@ -23,6 +23,12 @@ def add_bootstrap(p: argparse.ArgumentParser) -> None:
 def cluster_bootstrap() -> str:
     """The brokers of the local cluster in the default work dir, for commands given no
     --bootstrap-server; UserError saying what to do when there is none."""
+    return cluster_client()[0]
+
+
+def cluster_client() -> tuple[str, str | None]:
+    """The brokers of the local cluster in the default work dir and the command config its nodes
+    are reached with (its admin certificate when it is secure, else None)."""
     from tools.cluster.cluster import LocalCluster
     from tools.cluster.errors import ClusterError
     from tools.cluster.spec import default_work_dir
@@ -34,7 +40,8 @@ def cluster_bootstrap() -> str:
             "(set $KRAFTPY_WORK to a `kraftpy cluster` work dir, or name a broker)"
         )
     try:
-        return cluster.bootstrap_servers()
+        config = cluster.command_config
+        return cluster.bootstrap_servers(), None if config is None else str(config)
     except ClusterError as e:
         raise UserError(str(e)) from None
 
