@@ -52,10 +52,21 @@ def server_context(cfg: KafkaConfig, listener_name: str | None = None) -> ssl.SS
             _where(cfg, "ssl.keystore.location is not set: a TLS listener needs a key and certificate")
         )
     _load_keystore(ctx, cfg, own)
-    ctx.verify_mode = _VERIFY_MODE[own.ssl_client_auth]
-    if own.ssl_client_auth != "none":
+    client_auth = _client_auth(cfg, own, listener_name)
+    ctx.verify_mode = _VERIFY_MODE[client_auth]
+    if client_auth != "none":
         _load_truststore(ctx, cfg, own, ssl.Purpose.CLIENT_AUTH)
     return ctx
+
+
+def _client_auth(cfg: KafkaConfig, own: KafkaConfig, listener_name: str | None) -> str:
+    """ssl.client.auth for this listener. On SASL_SSL (KIP-684) only the listener's own
+    `listener.name.<l>.ssl.client.auth` counts: clients there prove who they are with SASL, and a
+    broker-wide `required` meant for SSL listeners must not ask them for a certificate too."""
+    if listener_name and cfg.security_protocol_name(listener_name, strict=False) == "SASL_SSL":
+        prefix = f"listener.name.{listener_name.lower()}.ssl.client.auth"
+        return own.ssl_client_auth if prefix in cfg.originals else "none"
+    return own.ssl_client_auth
 
 
 def client_context(cfg: KafkaConfig, listener_name: str | None = None) -> ssl.SSLContext:

@@ -353,3 +353,22 @@ def test_a_non_pem_store_type_is_refused_when_a_context_is_built(pki: tuple[CaFi
     cfg = config({"ssl.keystore.location": str(pair.keystore)})
     with pytest.raises(ConfigError, match=r"ssl\.keystore\.type=JKS is not supported: set it to PEM"):
         tls.server_context(cfg)
+
+
+@pytest.mark.parametrize(
+    ("own", "mode"),
+    [(None, ssl.CERT_NONE), ("required", ssl.CERT_REQUIRED), ("requested", ssl.CERT_OPTIONAL)],
+)
+def test_sasl_ssl_asks_for_a_certificate_only_when_its_own_setting_says_so(
+    pki: tuple[CaFiles, KeyPair], own: str | None, mode: ssl.VerifyMode
+) -> None:
+    # KIP-684: the broker-wide ssl.client.auth=required is for SSL listeners
+    _, pair = pki
+    props = ssl_props(pair, ssl_client_auth="required")
+    props["listeners"] += ",SASL_SSL://127.0.0.1:9094"
+    props["listener.security.protocol.map"] += ",SASL_SSL:SASL_SSL"
+    if own is not None:
+        props["listener.name.sasl_ssl.ssl.client.auth"] = own
+    cfg = config(props)
+    assert tls.server_context(cfg, "SASL_SSL").verify_mode == mode
+    assert tls.server_context(cfg, "CONTROLLER").verify_mode == ssl.CERT_REQUIRED
