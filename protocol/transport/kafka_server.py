@@ -49,6 +49,7 @@ from protocol.rpc.sasl_handshake import SaslHandshakeRequest
 from protocol.transport.connection_quotas import ConnectionQuotas
 from protocol.transport.context import REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import run_large
+from protocol.transport.peer_name import distinguished_name
 from protocol.transport.sasl import (
     SaslReply,
     SaslServerAuthenticator,
@@ -97,46 +98,13 @@ FAILED_AUTH_DELAY_S = 0.1
 """Kafka's connection.failed.authentication.delay.ms: a failed authentication is answered this much
 later, which slows a client guessing passwords over fresh connections."""
 
-# RFC 2253's keywords for the attributes Python's ssl module names by their long names
-_RFC2253_KEYWORDS = {
-    "commonName": "CN",
-    "countryName": "C",
-    "localityName": "L",
-    "stateOrProvinceName": "ST",
-    "organizationName": "O",
-    "organizationalUnitName": "OU",
-    "streetAddress": "STREET",
-    "domainComponent": "DC",
-    "userId": "UID",
-}
-
-
-def _rfc2253_value(value: str) -> str:
-    last = len(value) - 1
-    out = []
-    for i, c in enumerate(value):
-        special = c in ',+"\\<>;' or (i == 0 and c in "# ") or (i == last and c == " ")
-        out.append("\\" + c if special else c)
-    return "".join(out)
-
-
-def rfc2253_name(subject: Any) -> str:
-    """A certificate subject as getpeercert() gives it (RDNs in certificate order, each a tuple of
-    (attribute, value) pairs) in RFC 2253 form: most specific RDN first, as Java's X500Principal
-    prints it. Attributes without an RFC 2253 keyword keep their long name (Java would print the
-    OID and the DER value, which getpeercert() does not give)."""
-    rdns = []
-    for rdn in reversed(tuple(subject or ())):
-        rdns.append("+".join(f"{_RFC2253_KEYWORDS.get(k, k)}={_rfc2253_value(str(v))}" for k, v in rdn))
-    return ",".join(rdns)
-
 
 def ssl_principal(cert: Mapping[str, Any] | None) -> str:
     """Kafka's default principal of an SSL connection: `User:` and the client certificate's subject
     DN, or User:ANONYMOUS when the client sent none (ssl.client.auth=none or requested)."""
     if not cert or not cert.get("subject"):
         return ANONYMOUS
-    return f"User:{rfc2253_name(cert['subject'])}"
+    return f"User:{distinguished_name(cert)}"
 
 
 BYTES_HEAVY = frozenset({"Produce"})

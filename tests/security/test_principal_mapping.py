@@ -21,13 +21,11 @@ from kraftpy.security.principal import ANONYMOUS, KafkaPrincipal
 from kraftpy.security.principal_mapping import (
     NoMatchingRule,
     SslPrincipalMapper,
-    distinguished_name,
-    escape_value,
     parse_rule,
     peer_principal,
-    rfc2253_name,
     split_rules,
 )
+from protocol.transport.peer_name import distinguished_name, escape_value, rfc2253_name
 from tests.conftest import have, require_real
 
 # -- splitting and parsing ----------------------------------------------------------------------
