@@ -10,7 +10,7 @@ its own result; the records of one request go in one batch.
 from __future__ import annotations
 
 import random
-from typing import Any, TypeVar
+from typing import Any
 
 from controller.core.result import ControllerResult
 from kraftpy.security.acl import (
@@ -21,6 +21,7 @@ from kraftpy.security.acl import (
     AclPermissionType,
     PatternType,
     ResourceType,
+    code_or_unknown,
 )
 from kraftpy.security.describe import describe_acls as _describe_acls
 from kraftpy.security.principal import KafkaPrincipal
@@ -90,24 +91,14 @@ class AclControlManager:
 
 # ---- CreateAcls -----------------------------------------------------------------------------------
 
-E = TypeVar("E", ResourceType, PatternType, AclOperation, AclPermissionType)
-
-
-def enum_or_unknown(cls: type[E], code: int) -> E:
-    """`cls(code)`, or UNKNOWN for a code this side does not know (Kafka's fromCode)."""
-    try:
-        return cls(code)
-    except ValueError:
-        return cls(0)
-
 
 def creation_binding(c: CreateAclsRequest.AclCreation) -> AclBinding:
     """The binding a creation asks for, validated as Kafka validates a new ACL (AclApis and
     AclControlManager.validateNewAcl); KafkaError(INVALID_REQUEST) saying what is wrong."""
-    rtype = enum_or_unknown(ResourceType, c.ResourceType)
-    ptype = enum_or_unknown(PatternType, c.ResourcePatternType)
-    operation = enum_or_unknown(AclOperation, c.Operation)
-    permission = enum_or_unknown(AclPermissionType, c.PermissionType)
+    rtype = code_or_unknown(ResourceType, c.ResourceType)
+    ptype = code_or_unknown(PatternType, c.ResourcePatternType)
+    operation = code_or_unknown(AclOperation, c.Operation)
+    permission = code_or_unknown(AclPermissionType, c.PermissionType)
     if rtype in (ResourceType.UNKNOWN, ResourceType.ANY):
         raise _invalid(f"Invalid resourceType {rtype.name}")
     if ptype not in (PatternType.LITERAL, PatternType.PREFIXED):

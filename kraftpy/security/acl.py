@@ -122,7 +122,7 @@ class AclBinding:
 _E = TypeVar("_E", ResourceType, PatternType, AclOperation, AclPermissionType)
 
 
-def _code(enum_type: type[_E], value: int) -> _E:
+def code_or_unknown(enum_type: type[_E], value: int) -> _E:
     """A wire code as its enum member; a code this version does not know reads as UNKNOWN, so
     the request is refused as Kafka refuses it rather than failing to parse."""
     try:
@@ -152,13 +152,13 @@ class AclBindingFilter:
     def from_request(cls, flt: Any) -> AclBindingFilter:
         """From a DescribeAclsRequest or a DeleteAclsFilter (their field names agree)."""
         return cls(
-            _code(ResourceType, flt.ResourceTypeFilter),
+            code_or_unknown(ResourceType, flt.ResourceTypeFilter),
             flt.ResourceNameFilter,
-            _code(PatternType, flt.PatternTypeFilter),
+            code_or_unknown(PatternType, flt.PatternTypeFilter),
             flt.PrincipalFilter,
             flt.HostFilter,
-            _code(AclOperation, flt.Operation),
-            _code(AclPermissionType, flt.PermissionType),
+            code_or_unknown(AclOperation, flt.Operation),
+            code_or_unknown(AclPermissionType, flt.PermissionType),
         )
 
     def is_unknown(self) -> bool:

@@ -11,7 +11,7 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from kraftpy.security.acl import (
     AclBinding,
@@ -20,6 +20,7 @@ from kraftpy.security.acl import (
     AclPermissionType,
     PatternType,
     ResourceType,
+    code_or_unknown,
 )
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
@@ -173,13 +174,24 @@ class Admin:
 
     # ---- log dirs ---------------------------------------------------------------------------------
 
+    async def live_brokers(self) -> dict[int, BrokerInfo]:
+        """The brokers alive in fresh metadata, by id, reachable the way that metadata was asked."""
+        resp = await self.describe([])
+        scheme = self.metadata.scheme
+        return {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, scheme) for b in resp.Brokers}
+
+    async def live_broker(self, broker_id: int) -> BrokerInfo:
+        """One live broker; BROKER_NOT_AVAILABLE when the metadata does not list it."""
+        b = (await self.live_brokers()).get(broker_id)
+        if b is None:
+            raise ClientError(Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not alive in the metadata")
+        return b
+
     async def describe_log_dirs(
         self, broker_ids: Sequence[int] | None = None, topics: Mapping[str, Sequence[int]] | None = None
     ) -> list[BrokerLogDirs]:
         """DescribeLogDirs of each broker asked for (every live broker when None)."""
-        resp = await self.describe([])
-        scheme = self.metadata.scheme
-        brokers = {b.NodeId: BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, scheme) for b in resp.Brokers}
+        brokers = await self.live_brokers()
         wanted = sorted(brokers) if broker_ids is None else list(broker_ids)
         req = DescribeLogDirsRequest(
             Topics=None
@@ -213,11 +225,7 @@ class Admin:
     ) -> dict[tuple[str, int], Errors]:
         """AlterReplicaLogDirs to one broker: move each (topic, partition) replica there into the log
         dir at the given path. Returns each partition's error (NONE: the move is under way or done)."""
-        resp = await self.describe([])
-        b = next((x for x in resp.Brokers if x.NodeId == broker_id), None)
-        if b is None:
-            raise ClientError(Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not alive in the metadata")
-        info = BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, self.metadata.scheme)
+        info = await self.live_broker(broker_id)
         by_path: dict[str, dict[str, list[int]]] = {}
         for (topic, partition), path in moves.items():
             by_path.setdefault(path, {}).setdefault(topic, []).append(partition)
@@ -371,25 +379,15 @@ class Admin:
         return out
 
 
-_E = TypeVar("_E", ResourceType, PatternType, AclOperation, AclPermissionType)
-
-
-def _code(enum_type: type[_E], value: int) -> _E:
-    try:
-        return enum_type(value)
-    except ValueError:
-        return enum_type(0)  # UNKNOWN: a code newer than this client
-
-
 def _binding(resource_type: int, name: str, pattern_type: int, entry: _Entry) -> AclBinding:
     return AclBinding(
-        _code(ResourceType, resource_type),
+        code_or_unknown(ResourceType, resource_type),
         name,
-        _code(PatternType, pattern_type),
+        code_or_unknown(PatternType, pattern_type),
         entry.Principal,
         entry.Host,
-        _code(AclOperation, entry.Operation),
-        _code(AclPermissionType, entry.PermissionType),
+        code_or_unknown(AclOperation, entry.Operation),
+        code_or_unknown(AclPermissionType, entry.PermissionType),
     )
 
 

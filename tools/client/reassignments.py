@@ -20,7 +20,6 @@ from protocol.rpc.list_partition_reassignments import (
     ListPartitionReassignmentsResponse,
 )
 from tools.client.admin import Admin
-from tools.client.cluster import BrokerInfo
 from tools.client.errors import ClientError, as_error
 
 TopicPartition = tuple[str, int]
@@ -132,10 +131,3 @@ class ReassignAdmin(Admin):
 
         await asyncio.gather(*(one(b, ts) for b, ts in wanted.items()))
         return found
-
-    async def _broker(self, broker_id: int) -> BrokerInfo:
-        resp = await self.describe([])
-        b = next((x for x in resp.Brokers if x.NodeId == broker_id), None)
-        if b is None:
-            raise ClientError(Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not alive in the metadata")
-        return BrokerInfo(b.NodeId, b.Host, b.Port, b.Rack, self.metadata.scheme)
