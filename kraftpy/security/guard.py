@@ -14,7 +14,7 @@ may speak only for that node: broker 2 cannot heartbeat, register or report dirs
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -218,12 +218,6 @@ async def _split(
     return resp.model_copy(update={answers: [*getattr(resp, answers), *(refused(i) for i in no)]})
 
 
-def _partitions(parts: Iterable[Any], index: str, make: Callable[..., Any], code: int) -> list[Any]:
-    return [
-        make(**{index: getattr(p, index) if not isinstance(p, int) else p, "ErrorCode": code}) for p in parts
-    ]
-
-
 async def _produce(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
     from protocol.rpc.produce import ProduceResponse as R
 
@@ -236,9 +230,9 @@ async def _produce(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handl
         answers="Responses",
         refused=lambda t: R.TopicProduceResponse(
             Name=t.Name,
-            PartitionResponses=_partitions(
-                t.PartitionData, "Index", R.PartitionProduceResponse, TOPIC_DENIED
-            ),
+            PartitionResponses=[
+                R.PartitionProduceResponse(Index=p.Index, ErrorCode=TOPIC_DENIED) for p in t.PartitionData
+            ],
         ),
         empty=R,
     )
@@ -273,17 +267,12 @@ async def _fetch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler
         refused=lambda t: R.FetchableTopicResponse(
             Topic=t.Topic,
             TopicId=t.TopicId,
-            Partitions=_partitions(t.Partitions, "Partition", _fetch_partition(R), TOPIC_DENIED),
+            Partitions=[
+                R.PartitionData(PartitionIndex=p.Partition, ErrorCode=TOPIC_DENIED) for p in t.Partitions
+            ],
         ),
         empty=R,
     )
-
-
-def _fetch_partition(R: Any) -> Callable[..., Any]:
-    def make(Partition: int, ErrorCode: int) -> Any:
-        return R.PartitionData(PartitionIndex=Partition, ErrorCode=ErrorCode)
-
-    return make
 
 
 async def _list_offsets(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
@@ -298,9 +287,10 @@ async def _list_offsets(g: ApiGuard, a: Asker, req: Any, version: int, handler: 
         answers="Topics",
         refused=lambda t: R.ListOffsetsTopicResponse(
             Name=t.Name,
-            Partitions=_partitions(
-                t.Partitions, "PartitionIndex", R.ListOffsetsPartitionResponse, TOPIC_DENIED
-            ),
+            Partitions=[
+                R.ListOffsetsPartitionResponse(PartitionIndex=p.PartitionIndex, ErrorCode=TOPIC_DENIED)
+                for p in t.Partitions
+            ],
         ),
         empty=R,
     )
@@ -319,7 +309,10 @@ async def _offset_for_leader_epoch(g: ApiGuard, a: Asker, req: Any, version: int
         allowed=lambda t: cluster_ok if follower else a.may_topic(Op.DESCRIBE, t.Topic),
         answers="Topics",
         refused=lambda t: R.OffsetForLeaderTopicResult(
-            Topic=t.Topic, Partitions=_partitions(t.Partitions, "Partition", R.EpochEndOffset, TOPIC_DENIED)
+            Topic=t.Topic,
+            Partitions=[
+                R.EpochEndOffset(Partition=p.Partition, ErrorCode=TOPIC_DENIED) for p in t.Partitions
+            ],
         ),
         empty=R,
     )
@@ -481,7 +474,10 @@ async def _offset_commit(g: ApiGuard, a: Asker, req: Any, version: int, handler:
         code = TOPIC_DENIED if group_ok else GROUP_DENIED
         return R.OffsetCommitResponseTopic(
             Name=t.Name,
-            Partitions=_partitions(t.Partitions, "PartitionIndex", R.OffsetCommitResponsePartition, code),
+            Partitions=[
+                R.OffsetCommitResponsePartition(PartitionIndex=p.PartitionIndex, ErrorCode=code)
+                for p in t.Partitions
+            ],
         )
 
     return await _split(
