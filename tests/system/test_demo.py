@@ -97,3 +97,23 @@ def test_the_migration_demo_runs_to_the_end_and_names_its_report(tmp_path: Path)
     assert str(work) not in mounts
     ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert str(work) not in ps
+
+
+def test_the_secure_demo_runs_to_the_end_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    work = tmp_path / "demo-secure"
+    proc = subprocess.run(
+        kraftpy_command(
+            "demo", "--secure", "--plain-dirs", "--no-analysis", "--no-live", "--work-dir", str(work)
+        ),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-6000:]
+    assert "secure: TLS between nodes" in out
+    assert "read back exactly once" in out
+    ps = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
+    assert str(work) not in ps

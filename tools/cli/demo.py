@@ -45,6 +45,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="disk-failure (default): a dir dies under a leader; migration: a ZooKeeper-mode cluster moves to "
         "KRaft under load (KIP-866), with a dir failure midway",
     )
+    p.add_argument(
+        "--secure",
+        action="store_true",
+        help="the cluster of `kraftpy cluster up --secure`: TLS between nodes, SASL_SSL for clients, ACLs on",
+    )
     p.add_argument("--no-live", action="store_true", help="plain line output even on a terminal")
     p.set_defaults(func=_demo)
 
@@ -67,6 +72,8 @@ def _demo(args: argparse.Namespace) -> int:
     configure_cli_logging("ERROR")
     if args.rate <= 0:
         raise UserError("--rate must be positive")
+    if args.secure and (args.zookeeper or args.story == "migration"):
+        raise UserError("--secure runs the KRaft disk-failure story only (no ZooKeeper mode, no migration)")
     if args.story == "migration" and args.zookeeper:
         raise UserError("--story migration starts in ZooKeeper mode already; leave out --zookeeper")
     console = Console()
@@ -78,6 +85,7 @@ def _demo(args: argparse.Namespace) -> int:
         rate=args.rate,
         analysis=not args.no_analysis,
         zookeeper=args.zookeeper,
+        secure=args.secure,
         live=False if args.no_live else None,
     )
     try:

@@ -47,6 +47,7 @@ class DemoOptions:
     after_s: float = 4.0
     analysis: bool = True
     zookeeper: bool = False  # ZooKeeper mode: a ZooKeeper and ZooKeeper-mode brokers (no metadata log)
+    secure: bool = False  # TLS between nodes, SASL_SSL for clients, ACLs (cluster up --secure)
     live: bool | None = None  # None: when stdout is a terminal
     timeout_s: float = 90.0
 
@@ -204,12 +205,15 @@ class Demo:
                 if not real and why_not:
                     self.d.say(f"log dirs are plain directories ({why_not})")
                 servers = "a ZooKeeper" if self.o.zookeeper else "3 controllers"
+                servers += " (secure: TLS between nodes, SASL_SSL, ACLs)" if self.o.secure else ""
                 self.d.say(
                     f"starting a cluster in {work / 'cluster'}: {servers}, 3 brokers x 3 log dirs on {self.mode}"
                 )
                 self.cluster = LocalCluster.up(
                     work / "cluster",
-                    ClusterSpec(brokers=3, dirs=3, real_disks=real, zookeeper=self.o.zookeeper),
+                    ClusterSpec(
+                        brokers=3, dirs=3, real_disks=real, zookeeper=self.o.zookeeper, secure=self.o.secure
+                    ),
                     say=self.d.event,
                     timeout=self.o.timeout_s,
                 )
