@@ -244,6 +244,16 @@ class Partition:
                 f"broker {self.local_broker_id} is not the leader of {self.topic_partition} (leader {self.leader_id})",
             )
 
+    def check_leader_at(self, current_leader_epoch: int) -> None:
+        """A read of the leader (Fetch, ListOffsets, OffsetForLeaderEpoch) in Kafka's order
+        (Partition.localLogWithEpochOrThrow): offline dir, then the request's epoch, then leadership.
+        A follower that learned of its new leader first gets UNKNOWN_LEADER_EPOCH, which it retries
+        at once, rather than NOT_LEADER_OR_FOLLOWER, which it retries after replica.fetch.backoff.ms."""
+        if self.role is Role.OFFLINE:
+            raise KafkaError(Errors.KAFKA_STORAGE_ERROR, f"{self.topic_partition} is on an offline log dir")
+        self.check_leader_epoch(current_leader_epoch)
+        self.check_leader()
+
     def check_produce(self, acks: int, min_insync_replicas: int) -> None:
         """Before appending: leader here, and enough in-sync replicas for acks=all."""
         self.check_leader()

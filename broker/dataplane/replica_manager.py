@@ -422,9 +422,7 @@ class ReplicaManager:
             return resolved, -1, -1
         hp = resolved
         try:
-            if not hp.state.is_leader:
-                raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"not the leader of {hp.tp}")
-            hp.state.check_leader_epoch(current_leader_epoch)
+            hp.state.check_leader_at(current_leader_epoch)
             local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
@@ -516,8 +514,7 @@ class ReplicaManager:
         hp = resolved
         state = hp.state
         try:
-            state.check_leader()
-            state.check_leader_epoch(current_leader_epoch)
+            state.check_leader_at(current_leader_epoch)
             local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
@@ -584,8 +581,7 @@ class ReplicaManager:
         hp = resolved
         state = hp.state
         try:
-            state.check_leader()
-            state.check_leader_epoch(current_leader_epoch)
+            state.check_leader_at(current_leader_epoch)
             local = await hp.usable()
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")

@@ -108,6 +108,23 @@ def test_request_leader_epoch_is_checked() -> None:
         assert e.value.code is code
 
 
+def test_a_read_checks_the_offline_dir_then_the_epoch_then_leadership() -> None:
+    # Kafka's order: a follower told of its new leader before the leader itself gets
+    # UNKNOWN_LEADER_EPOCH (retried at once), not NOT_LEADER_OR_FOLLOWER (retried after a backoff)
+    p = Partition(TP, 2)
+    p.set_cluster_view({1, 2, 3}, {1: 10, 2: 20, 3: 30})
+    p.become_follower(reg(leader=1, leader_epoch=2), log_end_offset=0, log_start_offset=0, high_watermark=0)
+    for epoch, code in (
+        (3, Errors.UNKNOWN_LEADER_EPOCH),
+        (1, Errors.FENCED_LEADER_EPOCH),
+        (2, Errors.NOT_LEADER_OR_FOLLOWER),
+    ):
+        with pytest.raises(KafkaError) as e:
+            p.check_leader_at(epoch)
+        assert e.value.code is code
+    leader(leader_epoch=2).check_leader_at(2)
+
+
 def test_lagging_follower_is_dropped_and_counted_until_the_controller_agrees() -> None:
     p = leader(now=0)
     p.leader_appended(10)
