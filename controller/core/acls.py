@@ -21,7 +21,6 @@ from kraftpy.security.acl import (
     AclPermissionType,
     PatternType,
     ResourceType,
-    code_or_unknown,
 )
 from kraftpy.security.describe import describe_acls as _describe_acls
 from kraftpy.security.principal import KafkaPrincipal
@@ -92,50 +91,30 @@ class AclControlManager:
 # ---- CreateAcls -----------------------------------------------------------------------------------
 
 
-def creation_binding(c: CreateAclsRequest.AclCreation) -> AclBinding:
-    """The binding a creation asks for, validated as Kafka validates a new ACL (AclApis and
+def validate_new_acl(b: AclBinding) -> AclBinding:
+    """`b` if it may be created, as Kafka validates a new ACL (AclApis and
     AclControlManager.validateNewAcl); KafkaError(INVALID_REQUEST) saying what is wrong."""
-    rtype = code_or_unknown(ResourceType, c.ResourceType)
-    ptype = code_or_unknown(PatternType, c.ResourcePatternType)
-    operation = code_or_unknown(AclOperation, c.Operation)
-    permission = code_or_unknown(AclPermissionType, c.PermissionType)
-    if rtype in (ResourceType.UNKNOWN, ResourceType.ANY):
-        raise _invalid(f"Invalid resourceType {rtype.name}")
-    if ptype not in (PatternType.LITERAL, PatternType.PREFIXED):
-        raise _invalid(f"Invalid patternType {ptype.name}")
-    if operation in (AclOperation.UNKNOWN, AclOperation.ANY):
-        raise _invalid(f"Invalid operation {operation.name}")
-    if permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
-        raise _invalid(f"Invalid permissionType {permission.name}")
-    if not c.ResourceName:
+    if b.resource_type in (ResourceType.UNKNOWN, ResourceType.ANY):
+        raise _invalid(f"Invalid resourceType {b.resource_type.name}")
+    if b.pattern_type not in (PatternType.LITERAL, PatternType.PREFIXED):
+        raise _invalid(f"Invalid patternType {b.pattern_type.name}")
+    if b.operation in (AclOperation.UNKNOWN, AclOperation.ANY):
+        raise _invalid(f"Invalid operation {b.operation.name}")
+    if b.permission not in (AclPermissionType.ALLOW, AclPermissionType.DENY):
+        raise _invalid(f"Invalid permissionType {b.permission.name}")
+    if not b.resource_name:
         raise _invalid("Resource name should not be empty")
-    if rtype is ResourceType.CLUSTER and c.ResourceName != CLUSTER_RESOURCE_NAME:
+    if b.resource_type is ResourceType.CLUSTER and b.resource_name != CLUSTER_RESOURCE_NAME:
         raise _invalid(f"The only valid name for the CLUSTER resource is {CLUSTER_RESOURCE_NAME}")
     try:
-        KafkaPrincipal.parse(c.Principal)
+        KafkaPrincipal.parse(b.principal)
     except ValueError as e:
         raise _invalid(str(e)) from None
-    return AclBinding(rtype, c.ResourceName, ptype, c.Principal, c.Host, operation, permission)
+    return b
 
 
 def _invalid(message: str) -> KafkaError:
     return KafkaError(Errors.INVALID_REQUEST, message)
-
-
-def acl_record(acl_id: Uuid, b: AclBinding) -> ApiMessageAndVersion:
-    return ApiMessageAndVersion(
-        mr.AccessControlEntryRecord(
-            Id=acl_id,
-            ResourceType=int(b.resource_type),
-            ResourceName=b.resource_name,
-            PatternType=int(b.pattern_type),
-            Principal=b.principal,
-            Host=b.host,
-            Operation=int(b.operation),
-            PermissionType=int(b.permission),
-        ),
-        0,
-    )
 
 
 def create_acls(
@@ -148,7 +127,7 @@ def create_acls(
     ids: set[Uuid] = set()
     for c in req.Creations:
         try:
-            binding = creation_binding(c)
+            binding = validate_new_acl(AclBinding.from_creation(c))
         except KafkaError as e:
             results.append(R.AclCreationResult(ErrorCode=int(e.code), ErrorMessage=e.message))
             continue
@@ -156,7 +135,7 @@ def create_acls(
             acl_id = acls.new_id(rng, ids)
             ids.add(acl_id)
             created.add(binding)
-            records.append(acl_record(acl_id, binding))
+            records.append(ApiMessageAndVersion(binding.to_record(acl_id), 0))
         results.append(R.AclCreationResult())
     return ControllerResult.atomic_of(records, R(Results=results))
 
@@ -187,17 +166,7 @@ def delete_acls(
             b = AclBinding.from_record(record)
             if not flt.matches(b):
                 continue
-            matched.append(
-                R.DeleteAclsMatchingAcl(
-                    ResourceType=int(b.resource_type),
-                    ResourceName=b.resource_name,
-                    PatternType=int(b.pattern_type),
-                    Principal=b.principal,
-                    Host=b.host,
-                    Operation=int(b.operation),
-                    PermissionType=int(b.permission),
-                )
-            )
+            matched.append(b.to_matching_acl())
             if acl_id not in removed:
                 removed.add(acl_id)
                 records.append(ApiMessageAndVersion(mr.RemoveAccessControlEntryRecord(Id=acl_id), 0))

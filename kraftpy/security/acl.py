@@ -1,5 +1,7 @@
-"""ACL vocabulary with Kafka's wire codes (org.apache.kafka.common.acl and .resource), and the
-binding an AccessControlEntryRecord holds."""
+"""ACL vocabulary with Kafka's wire codes (org.apache.kafka.common.acl and .resource), the binding
+an AccessControlEntryRecord holds and the filter DescribeAcls and DeleteAcls select by, each with its
+conversions to and from the messages that carry it (Kafka's CreateAclsRequest.aclCreation,
+DeleteAclsResponse.matchingAcl...), so servers and clients read and write them one way."""
 
 from __future__ import annotations
 
@@ -8,6 +10,11 @@ from enum import IntEnum
 from typing import Any, ClassVar, TypeVar
 
 from kraftpy.security.principal import KafkaPrincipal
+from protocol import metadata_records as mr
+from protocol.rpc.create_acls import CreateAclsRequest
+from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.uuid import Uuid
 
 
 class ResourceType(IntEnum):
@@ -107,6 +114,91 @@ class AclBinding:
             AclPermissionType(record.PermissionType),
         )
 
+    def to_record(self, acl_id: Uuid) -> mr.AccessControlEntryRecord:
+        return mr.AccessControlEntryRecord(
+            Id=acl_id,
+            ResourceType=int(self.resource_type),
+            ResourceName=self.resource_name,
+            PatternType=int(self.pattern_type),
+            Principal=self.principal,
+            Host=self.host,
+            Operation=int(self.operation),
+            PermissionType=int(self.permission),
+        )
+
+    @classmethod
+    def from_creation(cls, c: CreateAclsRequest.AclCreation) -> AclBinding:
+        """As a CreateAcls creation asks for it, unknown codes read as UNKNOWN: the controller
+        validates it (controller.core.acls.validate_new_acl)."""
+        return cls(
+            code_or_unknown(ResourceType, c.ResourceType),
+            c.ResourceName,
+            code_or_unknown(PatternType, c.ResourcePatternType),
+            c.Principal,
+            c.Host,
+            code_or_unknown(AclOperation, c.Operation),
+            code_or_unknown(AclPermissionType, c.PermissionType),
+        )
+
+    def to_creation(self) -> CreateAclsRequest.AclCreation:
+        return CreateAclsRequest.AclCreation(
+            ResourceType=int(self.resource_type),
+            ResourceName=self.resource_name,
+            ResourcePatternType=int(self.pattern_type),
+            Principal=self.principal,
+            Host=self.host,
+            Operation=int(self.operation),
+            PermissionType=int(self.permission),
+        )
+
+    @classmethod
+    def from_matching_acl(cls, m: DeleteAclsResponse.DeleteAclsMatchingAcl) -> AclBinding:
+        """An ACL a DeleteAcls filter removed, as the answer carries it."""
+        return cls(
+            code_or_unknown(ResourceType, m.ResourceType),
+            m.ResourceName,
+            code_or_unknown(PatternType, m.PatternType),
+            m.Principal,
+            m.Host,
+            code_or_unknown(AclOperation, m.Operation),
+            code_or_unknown(AclPermissionType, m.PermissionType),
+        )
+
+    def to_matching_acl(self) -> DeleteAclsResponse.DeleteAclsMatchingAcl:
+        return DeleteAclsResponse.DeleteAclsMatchingAcl(
+            ResourceType=int(self.resource_type),
+            ResourceName=self.resource_name,
+            PatternType=int(self.pattern_type),
+            Principal=self.principal,
+            Host=self.host,
+            Operation=int(self.operation),
+            PermissionType=int(self.permission),
+        )
+
+    @classmethod
+    def from_description(
+        cls, resource: DescribeAclsResponse.DescribeAclsResource, acl: DescribeAclsResponse.AclDescription
+    ) -> AclBinding:
+        """One ACL of a DescribeAcls answer: the resource pattern it is grouped under, and its entry."""
+        return cls(
+            code_or_unknown(ResourceType, resource.ResourceType),
+            resource.ResourceName,
+            code_or_unknown(PatternType, resource.PatternType),
+            acl.Principal,
+            acl.Host,
+            code_or_unknown(AclOperation, acl.Operation),
+            code_or_unknown(AclPermissionType, acl.PermissionType),
+        )
+
+    def to_description(self) -> DescribeAclsResponse.AclDescription:
+        """Its entry as a DescribeAcls answer lists it under its resource pattern."""
+        return DescribeAclsResponse.AclDescription(
+            Principal=self.principal,
+            Host=self.host,
+            Operation=int(self.operation),
+            PermissionType=int(self.permission),
+        )
+
     @property
     def kafka_principal(self) -> KafkaPrincipal:
         return KafkaPrincipal.parse(self.principal)
@@ -149,7 +241,7 @@ class AclBindingFilter:
     """Matches every ACL."""
 
     @classmethod
-    def from_request(cls, flt: Any) -> AclBindingFilter:
+    def from_request(cls, flt: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter) -> AclBindingFilter:
         """From a DescribeAclsRequest or a DeleteAclsFilter (their field names agree)."""
         return cls(
             code_or_unknown(ResourceType, flt.ResourceTypeFilter),
@@ -160,6 +252,24 @@ class AclBindingFilter:
             code_or_unknown(AclOperation, flt.Operation),
             code_or_unknown(AclPermissionType, flt.PermissionType),
         )
+
+    def to_describe_request(self) -> DescribeAclsRequest:
+        return DescribeAclsRequest(**self._request_fields())
+
+    def to_delete_filter(self) -> DeleteAclsRequest.DeleteAclsFilter:
+        return DeleteAclsRequest.DeleteAclsFilter(**self._request_fields())
+
+    def _request_fields(self) -> dict[str, Any]:
+        # the fields DescribeAclsRequest and DeleteAclsFilter share, name for name
+        return {
+            "ResourceTypeFilter": int(self.resource_type),
+            "ResourceNameFilter": self.resource_name,
+            "PatternTypeFilter": int(self.pattern_type),
+            "PrincipalFilter": self.principal,
+            "HostFilter": self.host,
+            "Operation": int(self.operation),
+            "PermissionType": int(self.permission),
+        }
 
     def is_unknown(self) -> bool:
         """A filter with an UNKNOWN code: Kafka answers it with INVALID_REQUEST."""

@@ -47,15 +47,7 @@ def describe_acls(acl_records: Iterable[Any], req: DescribeAclsRequest, version:
                 ResourceType=rtype,
                 ResourceName=name,
                 PatternType=ptype,
-                Acls=[
-                    R.AclDescription(
-                        Principal=b.principal,
-                        Host=b.host,
-                        Operation=int(b.operation),
-                        PermissionType=int(b.permission),
-                    )
-                    for b in sorted(bindings, key=_entry_order)
-                ],
+                Acls=[b.to_description() for b in sorted(bindings, key=_entry_order)],
             )
             for (rtype, ptype, name), bindings in sorted(by_pattern.items())
         ]

@@ -259,16 +259,7 @@ def rid(i: int) -> Uuid:
 
 
 def acl_record(i: int, binding: AclBinding) -> mr.AccessControlEntryRecord:
-    return mr.AccessControlEntryRecord(
-        Id=rid(i),
-        ResourceType=binding.resource_type,
-        ResourceName=binding.resource_name,
-        PatternType=binding.pattern_type,
-        Principal=binding.principal,
-        Host=binding.host,
-        Operation=binding.operation,
-        PermissionType=binding.permission,
-    )
+    return binding.to_record(rid(i))
 
 
 def replay(image: MetadataImage, *records: object) -> MetadataImage:

@@ -11,17 +11,8 @@ import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from kraftpy.security.acl import (
-    AclBinding,
-    AclBindingFilter,
-    AclOperation,
-    AclPermissionType,
-    PatternType,
-    ResourceType,
-    code_or_unknown,
-)
+from kraftpy.security.acl import AclBinding, AclBindingFilter
 from protocol.errors import Errors, KafkaError
 from protocol.rpc.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.rpc.alter_user_scram_credentials import (
@@ -32,7 +23,7 @@ from protocol.rpc.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.rpc.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.rpc.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.rpc.describe_acls import DescribeAclsResponse
 from protocol.rpc.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.rpc.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -279,21 +270,7 @@ class Admin:
     async def create_acls(self, bindings: Sequence[AclBinding]) -> list[ItemResult]:
         """CreateAcls; one result per binding, in order (an answer that leaves one out gets
         UNKNOWN_SERVER_ERROR for it, as Kafka's admin client does)."""
-        C = CreateAclsRequest
-        req = C(
-            Creations=[
-                C.AclCreation(
-                    ResourceType=int(b.resource_type),
-                    ResourceName=b.resource_name,
-                    ResourcePatternType=int(b.pattern_type),
-                    Principal=b.principal,
-                    Host=b.host,
-                    Operation=int(b.operation),
-                    PermissionType=int(b.permission),
-                )
-                for b in bindings
-            ]
-        )
+        req = CreateAclsRequest(Creations=[b.to_creation() for b in bindings])
         resp = await self._call_any("CreateAcls", req, ACLS_VERSION)
         assert isinstance(resp, CreateAclsResponse)
         results = [ItemResult(as_error(r.ErrorCode), r.ErrorMessage) for r in resp.Results]
@@ -301,47 +278,23 @@ class Admin:
 
     async def describe_acls(self, flt: AclBindingFilter = AclBindingFilter.ANY) -> list[AclBinding]:
         """The ACLs `flt` matches; ClientError when the server refuses the filter."""
-        req = DescribeAclsRequest(
-            ResourceTypeFilter=int(flt.resource_type),
-            ResourceNameFilter=flt.resource_name,
-            PatternTypeFilter=int(flt.pattern_type),
-            PrincipalFilter=flt.principal,
-            HostFilter=flt.host,
-            Operation=int(flt.operation),
-            PermissionType=int(flt.permission),
-        )
+        req = flt.to_describe_request()
         resp = await self._call_any("DescribeAcls", req, ACLS_VERSION)
         assert isinstance(resp, DescribeAclsResponse)
         if resp.ErrorCode:
             raise ClientError(as_error(resp.ErrorCode), resp.ErrorMessage or "DescribeAcls refused")
-        return [
-            _binding(r.ResourceType, r.ResourceName, r.PatternType, a) for r in resp.Resources for a in r.Acls
-        ]
+        return [AclBinding.from_description(r, a) for r in resp.Resources for a in r.Acls]
 
     async def delete_acls(self, filters: Sequence[AclBindingFilter]) -> list[ItemResult]:
         """DeleteAcls; per filter, its error and the ACLs it removed."""
-        D = DeleteAclsRequest
-        req = D(
-            Filters=[
-                D.DeleteAclsFilter(
-                    ResourceTypeFilter=int(f.resource_type),
-                    ResourceNameFilter=f.resource_name,
-                    PatternTypeFilter=int(f.pattern_type),
-                    PrincipalFilter=f.principal,
-                    HostFilter=f.host,
-                    Operation=int(f.operation),
-                    PermissionType=int(f.permission),
-                )
-                for f in filters
-            ]
-        )
+        req = DeleteAclsRequest(Filters=[f.to_delete_filter() for f in filters])
         resp = await self._call_any("DeleteAcls", req, ACLS_VERSION)
         assert isinstance(resp, DeleteAclsResponse)
         results = [
             ItemResult(
                 as_error(r.ErrorCode),
                 r.ErrorMessage,
-                tuple(_binding(a.ResourceType, a.ResourceName, a.PatternType, a) for a in r.MatchingAcls),
+                tuple(AclBinding.from_matching_acl(a) for a in r.MatchingAcls),
             )
             for r in resp.FilterResults
         ]
@@ -377,27 +330,6 @@ class Admin:
         for user in (a.Name for a in (*deletions, *upsertions)):
             out.setdefault(user, ItemResult(Errors.UNKNOWN_SERVER_ERROR, "the answer did not name this user"))
         return out
-
-
-def _binding(resource_type: int, name: str, pattern_type: int, entry: _Entry) -> AclBinding:
-    return AclBinding(
-        code_or_unknown(ResourceType, resource_type),
-        name,
-        code_or_unknown(PatternType, pattern_type),
-        entry.Principal,
-        entry.Host,
-        code_or_unknown(AclOperation, entry.Operation),
-        code_or_unknown(AclPermissionType, entry.PermissionType),
-    )
-
-
-class _Entry(Protocol):
-    """An ACL entry as DescribeAcls and DeleteAcls answers carry it."""
-
-    Principal: str
-    Host: str
-    Operation: int
-    PermissionType: int
 
 
 def _pad(results: list[ItemResult], wanted: int, api: str) -> list[ItemResult]:
