@@ -45,7 +45,8 @@ class BrokerReadiness:
         now_ms: Callable[[], int],
         failed_partitions: Callable[[], list[str]] = list,
     ) -> None:
-        """`failed_partitions()`: followed partitions whose fetched data fails its checks, with why."""
+        """`failed_partitions()`: followed partitions whose fetched data fails its checks, and local
+        logs found to hold a damaged batch, each with why."""
         self.broker_id = broker_id
         self.log_dirs = log_dirs
         self.failures = failures

@@ -473,7 +473,7 @@ class BrokerServer(BrokerProcess):
             self.fatal("all log dirs are offline")
 
     def _failed_partitions(self) -> list[str]:
-        return self.dataplane.replicas.fetchers.failed_partitions() if self.dataplane is not None else []
+        return self.dataplane.replicas.failed_partitions() if self.dataplane is not None else []
 
     def _health(self) -> dict[str, Any]:
         if self.readiness is None:

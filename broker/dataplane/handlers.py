@@ -339,6 +339,7 @@ class DataPlaneHandlers:
             listener=self._listener(),
             cluster_id=self.host.cluster_id,
             local_broker_id=self.host.node_id,
+            unreadable=self.replicas.unreadable_replicas().keys(),
         )
         if req.Topics is not None:
             size = len(req.Topics)

@@ -85,6 +85,8 @@ class ReplicaManager:
         self.checkpoints = HighWatermarkCheckpoints(host)
         self.alter_partition = AlterPartitionManager(host, self._isr_change_done)
         self.fetchers = ReplicaFetcherManager(self)
+        self._unreadable: set[PartitionKey] = set()
+        """Hosted replicas whose log a checked read found a damaged batch in (see unreadable_replicas)."""
         self._image = MetadataImage.EMPTY
         self._publish_lock = asyncio.Lock()
         self._tasks: list[asyncio.Task[None]] = []
@@ -528,7 +530,10 @@ class ReplicaManager:
                 max_bytes,
                 None if follower else state.high_watermark,
                 last_fetched_epoch if follower else -1,
+                follower,
             )
+            if follower and local.log.unreadable is not None:
+                self._unreadable.add(hp.key)
         except LogDirOfflineError as e:
             self._storage_failure(hp, e)
             return FetchRead(Errors.KAFKA_STORAGE_ERROR, message=str(e))
@@ -568,6 +573,24 @@ class ReplicaManager:
     def key_of(self, topic: str | Uuid, partition: int) -> PartitionKey | None:
         t = self._image.topics.get_topic(topic)
         return None if t is None else (t.id, partition)
+
+    def unreadable_replicas(self) -> dict[PartitionKey, str]:
+        """Local replicas whose log holds a batch that fails its CRC, with the offset and why, while
+        the log still holds it."""
+        out: dict[PartitionKey, str] = {}
+        for key in list(self._unreadable):
+            hp = self.partitions.get(key)
+            bad = hp.local.log.unreadable if hp is not None and hp.local is not None else None
+            if hp is None or bad is None:
+                self._unreadable.discard(key)
+            else:
+                out[key] = f"{hp.tp}: {bad.reason}"
+        return out
+
+    def failed_partitions(self) -> list[str]:
+        """Partitions this broker cannot read or copy: followed ones whose fetched data fails its
+        checks, and local logs found to hold a damaged batch, each with why."""
+        return sorted([*self.fetchers.failed_partitions(), *self.unreadable_replicas().values()])
 
     # ---- offsets ----------------------------------------------------------------------------------
 
@@ -665,7 +688,12 @@ def _append_as_leader(
 
 
 def _read_for_fetch(
-    log: PartitionLog, fetch_offset: int, max_bytes: int, max_offset: int | None, last_fetched_epoch: int
+    log: PartitionLog,
+    fetch_offset: int,
+    max_bytes: int,
+    max_offset: int | None,
+    last_fetched_epoch: int,
+    follower: bool = False,
 ) -> tuple[ReadResult | None, EpochEnd | None, int]:
     if last_fetched_epoch >= 0:
         end = log.end_offset_for_epoch(last_fetched_epoch)
@@ -674,7 +702,9 @@ def _read_for_fetch(
         )
         if diverging is not None:
             return None, diverging, log.log_start_offset
-    return log.read(fetch_offset, max_bytes, max_offset), None, log.log_start_offset
+    # A follower's read checks the CRCs (a consumer checks its own): this replica then knows, and
+    # says, that its log holds a damaged batch, not only the follower that cannot get past it.
+    return log.read(fetch_offset, max_bytes, max_offset, verify=follower), None, log.log_start_offset
 
 
 def _end_offset_for_epoch(log: PartitionLog, leader_epoch: int) -> EpochEndOffset | None:

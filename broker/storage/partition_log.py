@@ -95,6 +95,13 @@ class EpochEndOffset(NamedTuple):
     end_offset: int
 
 
+class UnreadableBatch(NamedTuple):
+    """A batch of this log that a checked read found damaged: its base offset and why."""
+
+    offset: int
+    reason: str
+
+
 class PartitionLog:
     def __init__(
         self,
@@ -114,6 +121,7 @@ class PartitionLog:
         self._log_start_offset = 0
         self.recovery_point = 0
         self.recovery_report: TornTail | None = None
+        self._unreadable: UnreadableBatch | None = None
         self._closed = False
 
     # ------------------------------------------------------------------ opening
@@ -412,11 +420,19 @@ class PartitionLog:
     # ------------------------------------------------------------------ reads
 
     def read(
-        self, from_offset: int, max_bytes: int, max_offset: int | None = None, *, min_one_batch: bool = True
+        self,
+        from_offset: int,
+        max_bytes: int,
+        max_offset: int | None = None,
+        *,
+        min_one_batch: bool = True,
+        verify: bool = False,
     ) -> ReadResult:
         """Whole batches starting with the one that holds `from_offset`, up to `max_bytes` (one batch
         even if larger, with `min_one_batch`), none reaching `max_offset` (e.g. the high watermark).
 
+        With `verify`, the CRC of every batch read is checked; the first that fails is remembered
+        (`unreadable`) and the bytes are still returned as they are, so the reader sees them too.
         An offset below the log start or above the log end raises OffsetOutOfRangeError.
         """
         self._check_open()
@@ -430,10 +446,43 @@ class PartitionLog:
             if found is None:
                 continue  # past this segment's last batch: the next segment holds it
             data, next_offset = seg.read(found[0], max_bytes, max_offset, min_one_batch)
+            if verify and data:
+                self._verify(data, seg, from_offset)
             if seg is not self.active_segment:
                 seg.release_handle()  # a catch-up read: the descriptor is not kept for the next one
             return ReadResult(data, next_offset if next_offset is not None else from_offset)
         return ReadResult(b"", from_offset)
+
+    def _verify(self, data: bytes, seg: LogSegment, from_offset: int) -> None:
+        try:
+            batches, _ = iter_buffer_batches(data)
+        except CorruptBatchError as e:
+            self._mark_unreadable(from_offset, f"unreadable batch header in {seg.path.name}: {e.reason}")
+            return
+        view = memoryview(data)
+        for pos, h in batches:
+            if not crc_matches(view[pos : pos + h.size], h):
+                self._mark_unreadable(
+                    h.base_offset,
+                    f"batch at offset {h.base_offset} in {seg.path.name} fails its CRC-32C check",
+                )
+                return
+
+    def _mark_unreadable(self, offset: int, reason: str) -> None:
+        if self._unreadable is None or self._unreadable.offset != offset:
+            log.error(
+                "partition log holds a damaged batch", partition=str(self.topic_partition), reason=reason
+            )
+        self._unreadable = UnreadableBatch(offset, reason)
+
+    @property
+    def unreadable(self) -> UnreadableBatch | None:
+        """The damaged batch a checked read found, while the log still holds it (truncation, a new
+        log start offset or retention drop it)."""
+        bad = self._unreadable
+        if bad is not None and not self._log_start_offset <= bad.offset < self.log_end_offset:
+            return None
+        return bad
 
     def iter_batches(self, from_offset: int | None = None) -> Iterator[tuple[int, bytes]]:
         """(base offset, batch bytes) of every batch from `from_offset` (the log start by default)."""
@@ -487,6 +536,8 @@ class PartitionLog:
         self.producers.truncate_head(self._log_start_offset)
         self.epoch_cache.truncate_from_end(leo)
         self.recovery_point = min(self.recovery_point, leo)
+        if self._unreadable is not None and self._unreadable.offset >= leo:
+            self._unreadable = None  # cut away: what comes at that offset next is checked on its way in
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -498,6 +549,7 @@ class PartitionLog:
         self.epoch_cache.clear()
         self._log_start_offset = offset
         self.recovery_point = offset
+        self._unreadable = None
 
     def _rebuild_producer_state(self) -> None:
         producers = ProducerStateManager()

@@ -538,7 +538,7 @@ class ZkBrokerServer(BrokerProcess):
         )
 
     def _failed_partitions(self) -> list[str]:
-        return self.dataplane.replicas.fetchers.failed_partitions() if self.dataplane is not None else []
+        return self.dataplane.replicas.failed_partitions() if self.dataplane is not None else []
 
     def _health(self) -> dict[str, Any]:
         online = {str(ld.path): str(d) for d, ld in self.log_dirs.items() if ld.online}
