@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from protocol.transport.context import ANONYMOUS_PRINCIPAL
+
 USER_TYPE = "User"
 
 
@@ -28,7 +30,7 @@ class KafkaPrincipal:
         return cls(USER_TYPE, name)
 
 
-ANONYMOUS = KafkaPrincipal(USER_TYPE, "ANONYMOUS")
+ANONYMOUS = KafkaPrincipal.parse(ANONYMOUS_PRINCIPAL)
 """Kafka's principal for a PLAINTEXT connection, or an SSL one whose client sent no certificate."""
 
 WILDCARD = KafkaPrincipal(USER_TYPE, "*")

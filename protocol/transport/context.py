@@ -6,13 +6,17 @@ from __future__ import annotations
 from contextvars import ContextVar
 from dataclasses import dataclass
 
+ANONYMOUS_PRINCIPAL = "User:ANONYMOUS"
+"""Kafka's principal for a PLAINTEXT connection, or an SSL one whose client sent no certificate
+(kraftpy.security.principal.ANONYMOUS is this one, parsed)."""
+
 
 @dataclass(frozen=True)
 class RequestContext:
     listener: str
     client_id: str
     client_host: str
-    principal: str = "User:ANONYMOUS"
+    principal: str = ANONYMOUS_PRINCIPAL
     """Who authenticated on this connection (`User:name`), as kraftpy.security.principal builds it."""
     security_protocol: str = "PLAINTEXT"
 

@@ -47,7 +47,7 @@ from protocol.rpc.sasl_authenticate import SaslAuthenticateRequest
 from protocol.rpc.sasl_handshake import SPEC as SASL_HANDSHAKE_SPEC
 from protocol.rpc.sasl_handshake import SaslHandshakeRequest
 from protocol.transport.connection_quotas import ConnectionQuotas
-from protocol.transport.context import REQUEST_CONTEXT, RequestContext
+from protocol.transport.context import ANONYMOUS_PRINCIPAL, REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import run_large
 from protocol.transport.peer_name import distinguished_name
 from protocol.transport.sasl import (
@@ -85,8 +85,6 @@ ADVERTISED_MIN = {"Produce": 0}
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
-ANONYMOUS = "User:ANONYMOUS"
-
 SASL_MAX_RECEIVE_BYTES = 524288
 """Kafka's sasl.server.max.receive.size: the largest frame read before authentication completed,
 so that an unauthenticated client cannot make the listener buffer socket.request.max.bytes."""
@@ -103,7 +101,7 @@ def ssl_principal(cert: Mapping[str, Any] | None) -> str:
     """Kafka's default principal of an SSL connection: `User:` and the client certificate's subject
     DN, or User:ANONYMOUS when the client sent none (ssl.client.auth=none or requested)."""
     if not cert or not cert.get("subject"):
-        return ANONYMOUS
+        return ANONYMOUS_PRINCIPAL
     return f"User:{distinguished_name(cert)}"
 
 
@@ -138,7 +136,7 @@ class _Connection:
 
     peer: object
     host: str
-    principal: str = ANONYMOUS
+    principal: str = ANONYMOUS_PRINCIPAL
     sasl: SaslServerAuthenticator | None = None
     closing: bool = False
     """Close once the answer being written is out (a failed authentication)."""

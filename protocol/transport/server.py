@@ -50,7 +50,7 @@ from protocol.errors import Errors, KafkaError
 from protocol.rpc import API_SPECS, ApiSpec, RpcMessage
 from protocol.rpc.message import Encoding
 from protocol.transport.connection_quotas import ConnectionQuotas
-from protocol.transport.context import REQUEST_CONTEXT, RequestContext
+from protocol.transport.context import ANONYMOUS_PRINCIPAL, REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import collector_paused, run_large
 
 T = TypeVar("T")
@@ -64,8 +64,6 @@ HealthHook = Callable[[], Mapping[str, Any] | Awaitable[Mapping[str, Any]]]
 PrincipalOf = Callable[[Mapping[str, Any] | None], str]
 """Maps a TLS peer's certificate (`getpeercert()`; None when it sent none) to a principal, `User:...`.
 Raising refuses the connection (Kafka fails the authentication when no mapping rule matches)."""
-
-ANONYMOUS = "User:ANONYMOUS"
 
 HANDLERS = web.AppKey("kraftpy_rpc_handlers", dict)
 SPECS = web.AppKey("kraftpy_rpc_specs", dict)
@@ -474,7 +472,7 @@ class _Gate(asyncio.Protocol):
         self._ip = ip
         self._site.gates.add(self)
         if listener.ssl_context is None:
-            self._hand_over(transport, ANONYMOUS)
+            self._hand_over(transport, ANONYMOUS_PRINCIPAL)
             return
         # The TLS layer goes under this protocol here and now, as loop.create_server(ssl=...) puts it:
         # loop.start_tls, awaited from a task, would leave a window in which uvloop (it reads before
@@ -521,7 +519,9 @@ class _Gate(asyncio.Protocol):
         listener = self._listener
         cert = transport.get_extra_info("peercert")
         try:
-            principal = listener.principal_of(cert) if listener.principal_of is not None else ANONYMOUS
+            principal = (
+                listener.principal_of(cert) if listener.principal_of is not None else ANONYMOUS_PRINCIPAL
+            )
         except Exception as e:
             log.info(
                 "no principal for the client certificate", listener=listener.name, peer=self._ip, error=str(e)
