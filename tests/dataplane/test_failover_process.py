@@ -288,8 +288,9 @@ def partition_of(c: DataCluster, topic: str) -> dict[str, Any]:
 
 def test_corrupt_data_on_the_leader_is_visible_not_silent(cluster: DataCluster) -> None:
     """A flipped bit in the middle of the leader's segment: the follower that fetches it reports the
-    partition in FailedPartitionsCount and /healthz, with the offset and why; a consumer gets the
-    records before it, then CORRUPT_MESSAGE."""
+    partition in FailedPartitionsCount and /healthz, with the offset and why; so does the leader,
+    which also lists itself in the partition's OfflineReplicas while it still leads; a consumer gets
+    the records before it, then CORRUPT_MESSAGE."""
     from protocol.errors import Errors
     from tools.client import ClientError, Consumer
 
@@ -328,6 +329,23 @@ def test_corrupt_data_on_the_leader_is_visible_not_silent(cluster: DataCluster) 
         'kafka_server_replicafetchermanager_failedpartitionscount{clientId="Replica"} 1.0'
         in c.brokers[2].metrics()
     )
+
+    # The leader learns it from the follower's fetch (checked there): its Metadata lists itself
+    # offline for rot-0, still leading, and its /healthz names the batch.
+    def described_by_leader() -> dict[str, Any]:
+        rows = json.loads(
+            c.kraftpy(
+                "topics", "describe", "--bootstrap-server", c.brokers[1].address, "--topic", "rot", "--json"
+            )
+        )
+        return rows[0]["partitions"][0]  # type: ignore[no-any-return]
+
+    p0 = wait_until(
+        "the leader listing itself offline", lambda: (p := described_by_leader())["offline"] and p
+    )
+    assert p0["offline"] == [1] and p0["leader"] == 1, p0
+    (reason,) = c.brokers[1].health()["failed_partitions"]
+    assert reason.startswith("rot-0") and f"offset {h.base_offset}" in reason and "CRC-32C" in reason, reason
 
     async def read() -> tuple[list[bytes], ClientError | None]:
         got: list[bytes] = []
