@@ -8,6 +8,8 @@ A refused request is answered the way Kafka answers it and reaches no handler, s
   TOPIC_AUTHORIZATION_FAILED / GROUP_AUTHORIZATION_FAILED for the others;
 - Metadata lists only the topics the principal may describe.
 
+Denials are logged at most once a minute per principal, operation and resource (DenialLog).
+
 Beyond Kafka, a principal bound to a node id (`kraftpy.node.principal.template`, e.g. `User:node-{id}`)
 may speak only for that node: broker 2 cannot heartbeat, register or report dirs for broker 3.
 """
@@ -22,6 +24,7 @@ import structlog
 
 from kraftpy.security.acl import CLUSTER_RESOURCE_NAME, AclOperation, ResourceType
 from kraftpy.security.authorizer import AclIndex, Authorizer, bound_node_id, parse_super_users
+from kraftpy.security.denial_log import DenialLog
 from protocol.errors import Errors
 from protocol.rpc import API_SPECS
 from protocol.rpc.message import RpcMessage
@@ -83,19 +86,14 @@ class Asker:
     authorizer: Authorizes
     principal: str
     host: str
+    denials: DenialLog
 
     def may(
         self, op: AclOperation, rtype: ResourceType = RT.CLUSTER, name: str = CLUSTER_RESOURCE_NAME
     ) -> bool:
         allowed = self.authorizer.authorize(self.principal, self.host, op, rtype, name)
         if not allowed:
-            log.info(
-                "authorization failed",
-                principal=self.principal,
-                host=self.host,
-                operation=op.name,
-                resource=f"{rtype.name}:{name}",
-            )
+            self.denials.denied(self.principal, self.host, op.name, f"{rtype.name}:{name}")
         return allowed
 
     def may_topic(self, op: AclOperation, name: str) -> bool:
@@ -116,8 +114,10 @@ class ApiGuard:
         topic_name: Callable[[Uuid], str | None] = lambda _id: None,
         node_principal_template: str = "",
         specs: dict[str, Any] | None = None,
+        denials: DenialLog | None = None,
     ) -> None:
         self._authorizer = authorizer
+        self._denials = DenialLog() if denials is None else denials
         self._topic_name = topic_name
         self._template = node_principal_template
         self._specs = API_SPECS if specs is None else specs
@@ -144,7 +144,7 @@ class ApiGuard:
             authorizer = self._authorizer()
             if authorizer is None:
                 return await handler(req, version)
-            asker = Asker(authorizer, ctx.principal, ctx.client_host.lstrip("/"))
+            asker = Asker(authorizer, ctx.principal, ctx.client_host.lstrip("/"), self._denials)
             if rule is not None:
                 return await rule(self, asker, req, version, handler)
             if not asker.may(CLUSTER_OPERATION.get(api, Op.CLUSTER_ACTION)):

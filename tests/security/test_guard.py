@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from kraftpy.security.acl import AclOperation as Op
 from kraftpy.security.acl import ResourceType as RT
+from kraftpy.security.denial_log import DenialLog
 from kraftpy.security.guard import ApiGuard
 from protocol.errors import Errors
 from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest, BrokerHeartbeatResponse
@@ -204,3 +206,33 @@ async def test_an_idempotent_producer_needs_write_on_some_topic(
     resp = await ApiGuard(lambda: authz)("InitProducerId", handler)(InitProducerIdRequest(), 4)
     assert (resp.ErrorCode == 0) is allowed
     assert len(handler.calls) == int(allowed)
+
+
+async def test_many_identical_metadata_denials_log_one_line_then_the_count(as_alice: None) -> None:
+    now = [1000.0]
+    authz = TableAuthorizer(("User:alice", Op.DESCRIBE, RT.TOPIC, "orders"))
+    guard = ApiGuard(lambda: authz, denials=DenialLog(60.0, clock=lambda: now[0]))
+    guarded = guard("Metadata", Recorder(MetadataResponse()))
+    req = MetadataRequest(
+        Topics=[MetadataRequest.MetadataRequestTopic(Name="payroll")], AllowAutoTopicCreation=False
+    )
+    with capture_logs() as logs:
+        for _ in range(100):
+            resp = await guarded(req, 12)
+            assert resp.Topics[0].ErrorCode == Errors.TOPIC_AUTHORIZATION_FAILED
+            now[0] += 0.5
+    assert [e for e in logs if e["event"] == "authorization failed"] == [
+        {
+            "event": "authorization failed",
+            "log_level": "info",
+            "principal": "User:alice",
+            "host": "10.0.0.7",
+            "operation": "DESCRIBE",
+            "resource": "TOPIC:payroll",
+            "suppressed": 0,
+        }
+    ]
+    now[0] += 60.0
+    with capture_logs() as logs:
+        await guarded(req, 12)
+    assert [e["suppressed"] for e in logs if e["event"] == "authorization failed"] == [99]
