@@ -89,18 +89,25 @@ class Asker:
     denials: DenialLog
 
     def may(
-        self, op: AclOperation, rtype: ResourceType = RT.CLUSTER, name: str = CLUSTER_RESOURCE_NAME
+        self,
+        op: AclOperation,
+        rtype: ResourceType = RT.CLUSTER,
+        name: str = CLUSTER_RESOURCE_NAME,
+        *,
+        log_denial: bool = True,
     ) -> bool:
+        """`log_denial=False` where a denial refuses nothing (Kafka's logIfDenied = false): a
+        listing filtered to what may be described, a cluster-wide grant tried before per-resource ones."""
         allowed = self.authorizer.authorize(self.principal, self.host, op, rtype, name)
-        if not allowed:
+        if not allowed and log_denial:
             self.denials.denied(self.principal, self.host, op.name, f"{rtype.name}:{name}")
         return allowed
 
-    def may_topic(self, op: AclOperation, name: str) -> bool:
-        return self.may(op, RT.TOPIC, name)
+    def may_topic(self, op: AclOperation, name: str, *, log_denial: bool = True) -> bool:
+        return self.may(op, RT.TOPIC, name, log_denial=log_denial)
 
-    def may_group(self, op: AclOperation, name: str) -> bool:
-        return self.may(op, RT.GROUP, name)
+    def may_group(self, op: AclOperation, name: str, *, log_denial: bool = True) -> bool:
+        return self.may(op, RT.GROUP, name, log_denial=log_denial)
 
 
 class ApiGuard:
@@ -324,14 +331,20 @@ async def _metadata(g: ApiGuard, a: Asker, req: Any, version: int, handler: Hand
     if req.Topics is None:
         resp = await handler(req, version)
         return resp.model_copy(
-            update={"Topics": [t for t in resp.Topics if t.Name is None or a.may_topic(Op.DESCRIBE, t.Name)]}
+            update={
+                "Topics": [
+                    t
+                    for t in resp.Topics
+                    if t.Name is None or a.may_topic(Op.DESCRIBE, t.Name, log_denial=False)
+                ]
+            }
         )
 
     def allowed(t: Any) -> bool:
         name = t.Name if t.Name else g.topic_name(t.TopicId)
         return name is None or a.may_topic(Op.DESCRIBE, name)
 
-    if req.AllowAutoTopicCreation and not a.may(Op.CREATE):
+    if req.AllowAutoTopicCreation and not a.may(Op.CREATE, log_denial=False):
         # Kafka creates a missing topic only for a principal that may CREATE it
         names = [t.Name for t in req.Topics if t.Name]
         if not all(a.may_topic(Op.CREATE, n) for n in names):
@@ -351,7 +364,7 @@ async def _metadata(g: ApiGuard, a: Asker, req: Any, version: int, handler: Hand
 async def _create_topics(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
     from protocol.rpc.create_topics import CreateTopicsResponse as R
 
-    cluster = a.may(Op.CREATE)
+    cluster = a.may(Op.CREATE, log_denial=False)
     return await _split(
         req,
         version,
@@ -554,9 +567,11 @@ async def _describe_groups(g: ApiGuard, a: Asker, req: Any, version: int, handle
 
 async def _list_groups(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
     resp = await handler(req, version)
-    if a.may(Op.DESCRIBE):
+    if a.may(Op.DESCRIBE, log_denial=False):
         return resp
-    return resp.model_copy(update={"Groups": [x for x in resp.Groups if a.may_group(Op.DESCRIBE, x.GroupId)]})
+    return resp.model_copy(
+        update={"Groups": [x for x in resp.Groups if a.may_group(Op.DESCRIBE, x.GroupId, log_denial=False)]}
+    )
 
 
 _TOPIC_RULES: dict[str, Rule] = {

@@ -236,3 +236,13 @@ async def test_many_identical_metadata_denials_log_one_line_then_the_count(as_al
     with capture_logs() as logs:
         await guarded(req, 12)
     assert [e["suppressed"] for e in logs if e["event"] == "authorization failed"] == [99]
+
+
+async def test_listing_every_topic_logs_no_denial_for_the_ones_it_hides(as_alice: None) -> None:
+    R = MetadataResponse
+    answer = R(Topics=[R.MetadataResponseTopic(Name="orders"), R.MetadataResponseTopic(Name="payroll")])
+    authz = TableAuthorizer(("User:alice", Op.DESCRIBE, RT.TOPIC, "orders"))
+    with capture_logs() as logs:
+        resp = await ApiGuard(lambda: authz)("Metadata", Recorder(answer))(MetadataRequest(Topics=None), 12)
+    assert [t.Name for t in resp.Topics] == ["orders"]
+    assert [e for e in logs if e["event"] == "authorization failed"] == []
