@@ -175,14 +175,19 @@ def replay_committed(
     mlog: MetadataLog, core: QuorumControllerCore, delta: MetadataDelta | None, end_offset: int
 ) -> int:
     """Replay the latest snapshot, then the log's records below `end_offset` (the committed ones)."""
+    from controller import heap
+    from protocol.transport.offload import collector_paused
+
     n = 0
-    for offset, record, batch in mlog.entries():
-        if offset >= end_offset:
-            break
-        core.replay(record, offset)
-        if delta is not None:
-            delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
-        n += 1
+    with collector_paused():
+        for offset, record, batch in mlog.entries():
+            if offset >= end_offset:
+                break
+            core.replay(record, offset)
+            if delta is not None:
+                delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
+            n += 1
+        heap.after_change(n)
     return n
 
 
