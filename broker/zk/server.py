@@ -47,6 +47,7 @@ from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
 from broker.zk import registration
 from broker.zk.admin import ZkControllerChannel
+from broker.zk.duplicate_logs import settle_duplicates
 from broker.zk.election import ControllerElection
 from broker.zk.handlers import ZkBrokerApis
 from broker.zk.metadata_cache import ZkMetadataCache
@@ -145,6 +146,8 @@ class ZkBrokerServer(BrokerProcess):
             raise StartupError(str(e)) from None
         self.log_dirs, _ = open_log_dirs(dirs, self.failures)
         inventory = await take_inventory(self.log_dirs)
+        # No dir assignments in ZooKeeper's metadata: a log in two dirs is settled from the copies.
+        await settle_duplicates(inventory, self.log_dirs)
         check_open_file_limit(len(inventory.partitions))
         online = {d: str(ld.path) for d, ld in self.log_dirs.items() if ld.online}
         self.placement = LogPlacement(
