@@ -27,7 +27,20 @@ from kraftpy.security.authorizer import AclIndex, Authorizer, bound_node_id, par
 from kraftpy.security.denial_log import DenialLog
 from protocol.errors import Errors
 from protocol.rpc import API_SPECS
+from protocol.rpc.broker_fetch import FetchRequest, FetchResponse
+from protocol.rpc.create_partitions import CreatePartitionsResponse
+from protocol.rpc.create_topics import CreateTopicsResponse
+from protocol.rpc.delete_topics import DeleteTopicsResponse
+from protocol.rpc.describe_configs import DescribeConfigsResponse
+from protocol.rpc.describe_groups import DescribeGroupsResponse
+from protocol.rpc.find_coordinator import FindCoordinatorResponse
+from protocol.rpc.list_offsets import ListOffsetsResponse
 from protocol.rpc.message import RpcMessage
+from protocol.rpc.metadata import MetadataResponse
+from protocol.rpc.offset_commit import OffsetCommitResponse
+from protocol.rpc.offset_fetch import OffsetFetchResponse
+from protocol.rpc.offset_for_leader_epoch import OffsetForLeaderEpochResponse
+from protocol.rpc.produce import ProduceResponse
 from protocol.transport.context import current_request
 from protocol.uuid import Uuid
 
@@ -141,7 +154,7 @@ class ApiGuard:
     def _wrap(self, api: str, handler: Handler) -> Handler:
         if api in OPEN_APIS:
             return handler
-        rule = _TOPIC_RULES.get(api)
+        rule = _RULES.get(api)
 
         async def guarded(req: Any, version: int) -> Any:
             ctx = current_request()
@@ -225,30 +238,142 @@ async def _split(
     return resp.model_copy(update={answers: [*getattr(resp, answers), *(refused(i) for i in no)]})
 
 
-async def _produce(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.produce import ProduceResponse as R
+@dataclass(frozen=True)
+class PerItem:
+    """A row for an API over many topics or groups: the request field listing them, the operation
+    each needs on its resource, and the answer refusing one. The handler serves the allowed items;
+    the refused ones are answered after them.
 
-    return await _split(
-        req,
-        version,
-        handler,
-        items="TopicData",
-        allowed=lambda t: a.may_topic(Op.WRITE, t.Name),
-        answers="Responses",
-        refused=lambda t: R.TopicProduceResponse(
-            Name=t.Name,
-            PartitionResponses=[
-                R.PartitionProduceResponse(Index=p.Index, ErrorCode=TOPIC_DENIED) for p in t.PartitionData
-            ],
-        ),
-        empty=R,
+    `name` reads an item's resource name; None (a topic id no topic has) leaves the item to the
+    handler, which answers UNKNOWN_TOPIC_ID as Kafka does. With `cluster_grant`, the operation on
+    the cluster allows every item, as CREATE does for CreateTopics."""
+
+    items: str
+    operation: AclOperation
+    resource_type: ResourceType
+    name: Callable[[ApiGuard, Any], str | None]
+    answers: str
+    refused: Callable[[Any], Any]
+    response: Callable[[], Any]
+    cluster_grant: bool = False
+
+    async def __call__(self, g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
+        everything = self.cluster_grant and a.may(self.operation, log_denial=False)
+
+        def allowed(item: Any) -> bool:
+            if everything:
+                return True
+            name = self.name(g, item)
+            return name is None or a.may(self.operation, self.resource_type, name)
+
+        return await _split(
+            req,
+            version,
+            handler,
+            items=self.items,
+            allowed=allowed,
+            answers=self.answers,
+            refused=self.refused,
+            empty=self.response,
+        )
+
+
+@dataclass(frozen=True)
+class OneGroup:
+    """A row for an API about the one group its request names (JoinGroup...): refused whole with
+    GROUP_AUTHORIZATION_FAILED unless the principal may `operation` it."""
+
+    api: str
+    operation: AclOperation
+
+    async def __call__(self, g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
+        if not a.may_group(self.operation, req.GroupId):
+            return g._specs[self.api].error_response(Errors.GROUP_AUTHORIZATION_FAILED)
+        return await handler(req, version)
+
+
+@dataclass(frozen=True)
+class ByVersion:
+    """A row for an API whose request changed shape at version `since`."""
+
+    since: int
+    older: Rule
+    newer: Rule
+
+    async def __call__(self, g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
+        rule = self.newer if version >= self.since else self.older
+        return await rule(g, a, req, version, handler)
+
+
+def _named(g: ApiGuard, item: Any) -> str:
+    return item.Name
+
+
+def _itself(g: ApiGuard, item: str) -> str:
+    return item
+
+
+def _group_id(g: ApiGuard, item: Any) -> str:
+    return item.GroupId
+
+
+def _name_or_id(g: ApiGuard, t: Any) -> str | None:
+    return t.Name if t.Name is not None else g.topic_name(t.TopicId)
+
+
+def _refused_produce(t: Any) -> Any:
+    R = ProduceResponse
+    return R.TopicProduceResponse(
+        Name=t.Name,
+        PartitionResponses=[
+            R.PartitionProduceResponse(Index=p.Index, ErrorCode=TOPIC_DENIED) for p in t.PartitionData
+        ],
     )
 
 
-async def _fetch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.broker_fetch import FetchRequest
-    from protocol.rpc.broker_fetch import FetchResponse as R
+def _refused_list_offsets(t: Any) -> Any:
+    R = ListOffsetsResponse
+    return R.ListOffsetsTopicResponse(
+        Name=t.Name,
+        Partitions=[
+            R.ListOffsetsPartitionResponse(PartitionIndex=p.PartitionIndex, ErrorCode=TOPIC_DENIED)
+            for p in t.Partitions
+        ],
+    )
 
+
+def _refused_created_topic(t: Any) -> Any:
+    return CreateTopicsResponse.CreatableTopicResult(
+        Name=t.Name, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
+    )
+
+
+def _refused_deleted_name(n: str) -> Any:
+    return DeleteTopicsResponse.DeletableTopicResult(Name=n, ErrorCode=TOPIC_DENIED)
+
+
+def _refused_deleted_topic(t: Any) -> Any:
+    return DeleteTopicsResponse.DeletableTopicResult(
+        Name=t.Name, TopicId=t.TopicId, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
+    )
+
+
+def _refused_partitions(t: Any) -> Any:
+    return CreatePartitionsResponse.CreatePartitionsTopicResult(
+        Name=t.Name, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
+    )
+
+
+def _refused_offsets_group(grp: Any) -> Any:
+    return OffsetFetchResponse.OffsetFetchResponseGroup(GroupId=grp.GroupId, ErrorCode=GROUP_DENIED)
+
+
+def _refused_described_group(grp: str) -> Any:
+    return DescribeGroupsResponse.DescribedGroup(GroupId=grp, ErrorCode=GROUP_DENIED)
+
+
+async def _fetch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
+    R = FetchResponse
     if not isinstance(req, FetchRequest):
         # the metadata log's Fetch, from a broker or another controller
         if not a.may(Op.CLUSTER_ACTION):
@@ -282,30 +407,8 @@ async def _fetch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler
     )
 
 
-async def _list_offsets(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.list_offsets import ListOffsetsResponse as R
-
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Topics",
-        allowed=lambda t: a.may_topic(Op.DESCRIBE, t.Name),
-        answers="Topics",
-        refused=lambda t: R.ListOffsetsTopicResponse(
-            Name=t.Name,
-            Partitions=[
-                R.ListOffsetsPartitionResponse(PartitionIndex=p.PartitionIndex, ErrorCode=TOPIC_DENIED)
-                for p in t.Partitions
-            ],
-        ),
-        empty=R,
-    )
-
-
 async def _offset_for_leader_epoch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.offset_for_leader_epoch import OffsetForLeaderEpochResponse as R
-
+    R = OffsetForLeaderEpochResponse
     follower = req.ReplicaId >= 0
     cluster_ok = follower and a.may(Op.CLUSTER_ACTION)
     return await _split(
@@ -326,7 +429,7 @@ async def _offset_for_leader_epoch(g: ApiGuard, a: Asker, req: Any, version: int
 
 
 async def _metadata(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.metadata import MetadataResponse as R
+    R = MetadataResponse
 
     if req.Topics is None:
         resp = await handler(req, version)
@@ -361,79 +464,11 @@ async def _metadata(g: ApiGuard, a: Asker, req: Any, version: int, handler: Hand
     )
 
 
-async def _create_topics(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.create_topics import CreateTopicsResponse as R
-
-    cluster = a.may(Op.CREATE, log_denial=False)
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Topics",
-        allowed=lambda t: cluster or a.may_topic(Op.CREATE, t.Name),
-        answers="Topics",
-        refused=lambda t: R.CreatableTopicResult(
-            Name=t.Name, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
-        ),
-        empty=R,
-    )
-
-
-async def _delete_topics(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.delete_topics import DeleteTopicsResponse as R
-
-    if version < 6:
-        return await _split(
-            req,
-            version,
-            handler,
-            items="TopicNames",
-            allowed=lambda n: a.may_topic(Op.DELETE, n),
-            answers="Responses",
-            refused=lambda n: R.DeletableTopicResult(Name=n, ErrorCode=TOPIC_DENIED),
-            empty=R,
-        )
-
-    def allowed(t: Any) -> bool:
-        name = t.Name if t.Name is not None else g.topic_name(t.TopicId)
-        return name is None or a.may_topic(Op.DELETE, name)
-
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Topics",
-        allowed=allowed,
-        answers="Responses",
-        refused=lambda t: R.DeletableTopicResult(
-            Name=t.Name, TopicId=t.TopicId, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
-        ),
-        empty=R,
-    )
-
-
-async def _create_partitions(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.create_partitions import CreatePartitionsResponse as R
-
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Topics",
-        allowed=lambda t: a.may_topic(Op.ALTER, t.Name),
-        answers="Results",
-        refused=lambda t: R.CreatePartitionsTopicResult(
-            Name=t.Name, ErrorCode=TOPIC_DENIED, ErrorMessage=DENIED_MESSAGE
-        ),
-        empty=R,
-    )
-
-
 TOPIC_CONFIG_RESOURCE = 2
 
 
 async def _describe_configs(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.describe_configs import DescribeConfigsResponse as R
+    R = DescribeConfigsResponse
 
     def allowed(r: Any) -> bool:
         if r.ResourceType == TOPIC_CONFIG_RESOURCE:
@@ -469,17 +504,8 @@ async def _init_producer_id(g: ApiGuard, a: Asker, req: Any, version: int, handl
     return await handler(req, version)
 
 
-def _one_group(op: AclOperation, api: str) -> Rule:
-    async def rule(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-        if not a.may_group(op, req.GroupId):
-            return g._specs[api].error_response(Errors.GROUP_AUTHORIZATION_FAILED)
-        return await handler(req, version)
-
-    return rule
-
-
 async def _offset_commit(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.offset_commit import OffsetCommitResponse as R
+    R = OffsetCommitResponse
 
     group_ok = a.may_group(Op.READ, req.GroupId)
 
@@ -505,28 +531,11 @@ async def _offset_commit(g: ApiGuard, a: Asker, req: Any, version: int, handler:
     )
 
 
-async def _offset_fetch(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.offset_fetch import OffsetFetchResponse as R
-
-    if version < 8:
-        return await _one_group(Op.DESCRIBE, "OffsetFetch")(g, a, req, version, handler)
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Groups",
-        allowed=lambda grp: a.may_group(Op.DESCRIBE, grp.GroupId),
-        answers="Groups",
-        refused=lambda grp: R.OffsetFetchResponseGroup(GroupId=grp.GroupId, ErrorCode=GROUP_DENIED),
-        empty=R,
-    )
-
-
 KEY_TYPE_TRANSACTION = 1
 
 
 async def _find_coordinator(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.find_coordinator import FindCoordinatorResponse as R
+    R = FindCoordinatorResponse
 
     if req.KeyType == KEY_TYPE_TRANSACTION:
         rtype, code = RT.TRANSACTIONAL_ID, int(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
@@ -550,21 +559,6 @@ async def _find_coordinator(g: ApiGuard, a: Asker, req: Any, version: int, handl
     )
 
 
-async def _describe_groups(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
-    from protocol.rpc.describe_groups import DescribeGroupsResponse as R
-
-    return await _split(
-        req,
-        version,
-        handler,
-        items="Groups",
-        allowed=lambda grp: a.may_group(Op.DESCRIBE, grp),
-        answers="Groups",
-        refused=lambda grp: R.DescribedGroup(GroupId=grp, ErrorCode=GROUP_DENIED),
-        empty=R,
-    )
-
-
 async def _list_groups(g: ApiGuard, a: Asker, req: Any, version: int, handler: Handler) -> Any:
     resp = await handler(req, version)
     if a.may(Op.DESCRIBE, log_denial=False):
@@ -574,27 +568,103 @@ async def _list_groups(g: ApiGuard, a: Asker, req: Any, version: int, handler: H
     )
 
 
-_TOPIC_RULES: dict[str, Rule] = {
-    "Produce": _produce,
+_RULES: dict[str, Rule] = {
+    "Produce": PerItem(
+        items="TopicData",
+        operation=Op.WRITE,
+        resource_type=RT.TOPIC,
+        name=_named,
+        answers="Responses",
+        refused=_refused_produce,
+        response=ProduceResponse,
+    ),
     "Fetch": _fetch,
-    "ListOffsets": _list_offsets,
+    "ListOffsets": PerItem(
+        items="Topics",
+        operation=Op.DESCRIBE,
+        resource_type=RT.TOPIC,
+        name=_named,
+        answers="Topics",
+        refused=_refused_list_offsets,
+        response=ListOffsetsResponse,
+    ),
     "OffsetForLeaderEpoch": _offset_for_leader_epoch,
     "Metadata": _metadata,
-    "CreateTopics": _create_topics,
-    "DeleteTopics": _delete_topics,
-    "CreatePartitions": _create_partitions,
+    "CreateTopics": PerItem(
+        items="Topics",
+        operation=Op.CREATE,
+        resource_type=RT.TOPIC,
+        name=_named,
+        answers="Topics",
+        refused=_refused_created_topic,
+        response=CreateTopicsResponse,
+        cluster_grant=True,
+    ),
+    "DeleteTopics": ByVersion(
+        since=6,
+        older=PerItem(
+            items="TopicNames",
+            operation=Op.DELETE,
+            resource_type=RT.TOPIC,
+            name=_itself,
+            answers="Responses",
+            refused=_refused_deleted_name,
+            response=DeleteTopicsResponse,
+        ),
+        newer=PerItem(
+            items="Topics",
+            operation=Op.DELETE,
+            resource_type=RT.TOPIC,
+            name=_name_or_id,
+            answers="Responses",
+            refused=_refused_deleted_topic,
+            response=DeleteTopicsResponse,
+        ),
+    ),
+    "CreatePartitions": PerItem(
+        items="Topics",
+        operation=Op.ALTER,
+        resource_type=RT.TOPIC,
+        name=_named,
+        answers="Results",
+        refused=_refused_partitions,
+        response=CreatePartitionsResponse,
+    ),
     "DescribeConfigs": _describe_configs,
     "InitProducerId": _init_producer_id,
-    "JoinGroup": _one_group(Op.READ, "JoinGroup"),
-    "SyncGroup": _one_group(Op.READ, "SyncGroup"),
-    "Heartbeat": _one_group(Op.READ, "Heartbeat"),
-    "LeaveGroup": _one_group(Op.READ, "LeaveGroup"),
+    "JoinGroup": OneGroup("JoinGroup", Op.READ),
+    "SyncGroup": OneGroup("SyncGroup", Op.READ),
+    "Heartbeat": OneGroup("Heartbeat", Op.READ),
+    "LeaveGroup": OneGroup("LeaveGroup", Op.READ),
     "OffsetCommit": _offset_commit,
-    "OffsetFetch": _offset_fetch,
+    "OffsetFetch": ByVersion(
+        since=8,
+        older=OneGroup("OffsetFetch", Op.DESCRIBE),
+        newer=PerItem(
+            items="Groups",
+            operation=Op.DESCRIBE,
+            resource_type=RT.GROUP,
+            name=_group_id,
+            answers="Groups",
+            refused=_refused_offsets_group,
+            response=OffsetFetchResponse,
+        ),
+    ),
     "FindCoordinator": _find_coordinator,
-    "DescribeGroups": _describe_groups,
+    "DescribeGroups": PerItem(
+        items="Groups",
+        operation=Op.DESCRIBE,
+        resource_type=RT.GROUP,
+        name=_itself,
+        answers="Groups",
+        refused=_refused_described_group,
+        response=DescribeGroupsResponse,
+    ),
     "ListGroups": _list_groups,
 }
+"""Per-topic and per-group APIs: a row where the check is the same for every item (PerItem,
+OneGroup, ByVersion), a function where it depends on the request (a follower's Fetch, Metadata's
+auto-creation, DescribeConfigs' resource types...)."""
 
 
 # ---- one authorizer per process ----------------------------------------------------------------------

@@ -246,3 +246,27 @@ async def test_listing_every_topic_logs_no_denial_for_the_ones_it_hides(as_alice
         resp = await ApiGuard(lambda: authz)("Metadata", Recorder(answer))(MetadataRequest(Topics=None), 12)
     assert [t.Name for t in resp.Topics] == ["orders"]
     assert [e for e in logs if e["event"] == "authorization failed"] == []
+
+
+async def test_delete_topics_by_id_leaves_an_unknown_id_to_the_handler(as_alice: None) -> None:
+    from protocol.rpc.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+    from protocol.uuid import Uuid
+
+    known, unknown = Uuid((7001).to_bytes(16, "big")), Uuid((7002).to_bytes(16, "big"))
+    D = DeleteTopicsRequest
+    authz = TableAuthorizer(("User:alice", Op.DELETE, RT.TOPIC, "orders"))
+    handler = Recorder(DeleteTopicsResponse())
+    guard = ApiGuard(lambda: authz, topic_name={known: "payroll"}.get)
+    req = D(
+        Topics=[
+            D.DeleteTopicState(Name="orders"),
+            D.DeleteTopicState(TopicId=known),
+            D.DeleteTopicState(TopicId=unknown),
+        ]
+    )
+    resp = await guard("DeleteTopics", handler)(req, 6)
+    assert [(t.Name, t.TopicId) for t in handler.calls[0].Topics] == [("orders", Uuid.ZERO), (None, unknown)]
+    assert [(r.TopicId, r.ErrorCode) for r in resp.Responses] == [(known, Errors.TOPIC_AUTHORIZATION_FAILED)]
+    old = await guard("DeleteTopics", handler)(D(TopicNames=["orders", "payroll"]), 5)
+    assert handler.calls[1].TopicNames == ["orders"]
+    assert [(r.Name, r.ErrorCode) for r in old.Responses] == [("payroll", Errors.TOPIC_AUTHORIZATION_FAILED)]
