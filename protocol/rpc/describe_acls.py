@@ -2,7 +2,7 @@
 
 A null ResourceNameFilter, PrincipalFilter or HostFilter matches any; ANY (1) as a type, operation
 or permission matches any; MATCH (2) as a pattern type also matches the patterns that would apply to
-the named resource (kraftpy.security.acl_filter).
+the named resource (kraftpy.security.acl.AclBindingFilter).
 """
 
 from __future__ import annotations
