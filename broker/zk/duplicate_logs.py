@@ -6,13 +6,16 @@ fetch them from their leaders, then the dir is restored. Kafka's LogManager refu
 ("Duplicate log directories ... found in both"), and a KRaft broker keeps the copy in the dir the
 metadata assigns; ZooKeeper's metadata names no dir, so only the copies can tell.
 
-One copy is kept when it holds everything the others hold, by the leader-epoch rule followers
+One copy is kept when the others' histories are part of it, by the leader-epoch rule followers
 truncate with: the copy that went further (highest leader epoch of its batches, then log end offset)
-is kept if, for each other copy, its last epoch started at the same offset there (allowing for
-either log starting inside that epoch) and lasted at least to that copy's log end. The others are
-renamed `-stray`, never deleted. When that does not hold (the copies diverged: acknowledged records
-might be in either) or a copy cannot be read, nothing is decided: the replica stays offline, both
-copies untouched, until the operator removes one.
+is kept if, for each other copy, that copy's last epoch starts at the same offset in it (allowing
+for either log starting inside that epoch). Records of the other copy past where that epoch ends in
+the kept one were never copied by a later leader; as a follower the other copy would truncate them
+anyway, so keeping the first loses nothing the dropped dir would have kept, and they stay on disk.
+The others are renamed `-stray`, never deleted. When that does not hold (the copies diverged, e.g.
+a log made again empty while this broker led: acknowledged records may be in either) or a copy
+cannot be read, nothing is decided: the replica stays offline, both copies untouched, until the
+operator moves one aside.
 """
 
 from __future__ import annotations
@@ -86,18 +89,17 @@ def read_extent(partition_dir: Path) -> CopyExtent:
     return CopyExtent(str(partition_dir), end if first is None else first, end, tuple(epochs))
 
 
-def holds_all_of(kept: CopyExtent, other: CopyExtent) -> bool:
-    """Whether `kept` holds every record `other` holds, by the leader-epoch rule: `other`'s last
-    epoch starts at the same offset in `kept` (or `other`'s log starts inside it) and lasts at least
-    to `other`'s log end. One leader writes each epoch, so what comes before agrees too."""
+def shares_history(kept: CopyExtent, other: CopyExtent) -> bool:
+    """Whether `other`'s history is part of `kept`'s, by the leader-epoch rule followers truncate
+    with: `other`'s last epoch starts at the same offset in `kept` (allowing for either log starting
+    inside it). One leader writes each epoch, so everything before agrees too."""
     if not other.epochs:
         return True  # no batches: nothing to lose
     epoch, start = other.epochs[-1]
     kept_start = kept.start_of(epoch)
-    kept_end = kept.end_offset_for(epoch)
-    if kept_start is None or kept_end is None:
+    if kept_start is None:
         return False
-    same_start = (
+    return (
         kept_start == start
         # `other` starts inside the epoch: its first batches are older than its own log start.
         or (start == other.first_offset and kept_start <= start)
@@ -105,13 +107,22 @@ def holds_all_of(kept: CopyExtent, other: CopyExtent) -> bool:
         # (a follower starts at its leader's log start).
         or (kept_start == kept.first_offset and kept_start >= start)
     )
-    return same_start and kept_end >= other.log_end_offset
+
+
+def past_end(kept: CopyExtent, other: CopyExtent) -> int:
+    """How many offsets of `other` lie past where its last epoch ends in `kept`: records its leader
+    appended that no later leader had, which `other` would truncate as a follower too."""
+    if not other.epochs:
+        return 0
+    end = kept.end_offset_for(other.epochs[-1][0])
+    return max(other.log_end_offset - end, 0) if end is not None else 0
 
 
 def choose(copies: list[CopyExtent]) -> CopyExtent | None:
-    """The copy to keep, or None when no copy holds everything the others hold."""
+    """The copy to keep (highest leader epoch, then log end offset), or None when another copy's
+    history is not part of it: the copies diverged and either may hold acknowledged records."""
     best = max(sorted(copies, key=lambda c: c.path), key=lambda c: (c.latest_epoch, c.log_end_offset))
-    if all(c is best or holds_all_of(best, c) for c in copies):
+    if all(c is best or shares_history(best, c) for c in copies):
         return best
     return None
 
@@ -152,8 +163,8 @@ async def settle_duplicates(inventory: Inventory, log_dirs: dict[Uuid, LogDir]) 
         keep = choose(list(extents.values()))
         if keep is None:
             log.error(
-                "partition log found in more than one dir, and the copies diverged: neither holds all "
-                "the other's records, so either may hold acknowledged ones. The replica stays offline "
+                "partition log found in more than one dir, and the copies diverged (their leader "
+                "epochs disagree), so either may hold acknowledged records. The replica stays offline "
                 "with both copies untouched; move aside the one to drop and restart",
                 partition=name,
                 copies=[describe(c) for c in extents.values()],
@@ -162,14 +173,16 @@ async def settle_duplicates(inventory: Inventory, log_dirs: dict[Uuid, LogDir]) 
         kept = next(f for f, c in extents.items() if c is keep)
         others = [f for f in found if f is not kept]
         log.warning(
-            "partition log found in more than one dir; keeping the copy that holds all the others' "
-            "records, the others are renamed -stray",
+            "partition log found in more than one dir; keeping the copy whose history holds the "
+            "others', the others are renamed -stray",
             partition=name,
             kept=describe(keep),
             strays=[describe(extents[f]) for f in others],
+            # Offsets only a stray holds, past where its last leader epoch ends in the kept copy.
+            stray_only_offsets=sum(past_end(keep, extents[f]) for f in others),
         )
         files.current, files.duplicates = kept, []
         inventory.strays.extend(others)
 
 
-__all__ = ["CopyExtent", "choose", "holds_all_of", "read_extent", "settle_duplicates"]
+__all__ = ["CopyExtent", "choose", "past_end", "read_extent", "settle_duplicates", "shares_history"]

@@ -14,7 +14,7 @@ from broker.core.partition_state import PartitionState
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.log_dirs import take_inventory
 from broker.storage import LogDir, PartitionLog
-from broker.zk.duplicate_logs import choose, holds_all_of, read_extent, settle_duplicates
+from broker.zk.duplicate_logs import choose, past_end, read_extent, settle_duplicates, shares_history
 from protocol.uuid import MIGRATING, Uuid
 from tests.broker_storage.batches import value_batch
 
@@ -70,7 +70,7 @@ def test_the_copy_that_kept_following_holds_all_of_the_old_one(tmp_path: Path) -
     o, n = read_extent(tmp_path / "old" / "t-0"), read_extent(tmp_path / "new" / "t-0")
     assert (o.epochs, o.log_end_offset) == (((0, 0),), 12)
     assert (n.epochs, n.log_end_offset) == (((0, 0), (2, 12)), 20)
-    assert holds_all_of(n, o) and not holds_all_of(o, n)
+    assert shares_history(n, o) and not shares_history(o, n) and past_end(n, o) == 0
     assert choose([o, n]) is n and choose([n, o]) is n
 
 
@@ -80,15 +80,28 @@ def test_diverged_copies_are_not_decided(tmp_path: Path) -> None:
     old = follow(leader, tmp_path / "old" / "t-0", upto=12)
     old.append_as_leader(value_batch(4, tag=7), leader_epoch=1, now_ms=1_000)
     new = follow(leader, tmp_path / "new" / "t-0")
-    # The old copy has epoch 0 records past where epoch 0 ends on the leader.
+    # The log made again empty while this broker leads (epoch 3 from offset 0): the old copy may
+    # hold every acknowledged record, the new one those acknowledged since.
+    remade = leader_log(tmp_path / "remade" / "t-0", [(3, 1)])
+    for log in (leader, old, new, remade):
+        log.close()
+    o, n, r = (read_extent(tmp_path / d / "t-0") for d in ("old", "new", "remade"))
+    assert o.latest_epoch == 1
+    assert choose([o, n]) is None
+    assert choose([r, n]) is None and choose([o, r]) is None
+
+
+def test_records_no_later_leader_had_do_not_keep_the_old_copy(tmp_path: Path) -> None:
+    """The old copy has epoch 0 records past where epoch 0 ends on the leader (appended by the old
+    leader, never copied): as a follower it would truncate them, so the followed copy is kept."""
+    leader = leader_log(tmp_path / "leader" / "t-0", [(0, 3), (2, 2)])
     longer = follow(leader, tmp_path / "longer" / "t-0", upto=12)
     longer.append_as_follower(value_batch(4, tag=8, base_offset=12, leader_epoch=0))
-    for log in (leader, old, new, longer):
+    new = follow(leader, tmp_path / "new" / "t-0")
+    for log in (leader, longer, new):
         log.close()
-    o, n, lo = (read_extent(tmp_path / d / "t-0") for d in ("old", "new", "longer"))
-    assert o.latest_epoch == 1 and lo.log_end_offset == 16
-    assert choose([o, n]) is None
-    assert choose([lo, n]) is None
+    lo, n = (read_extent(tmp_path / d / "t-0") for d in ("longer", "new"))
+    assert lo.log_end_offset == 16 and choose([lo, n]) is n and past_end(n, lo) == 4
 
 
 def test_a_copy_cut_by_retention_still_holds_all_the_other_keeps(tmp_path: Path) -> None:
