@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 
 class BrokerControlState(enum.Enum):
@@ -41,9 +42,9 @@ class BrokerHeartbeatState:
     controlled_shutdown_offset: int = -1
 
 
-@dataclass(frozen=True, slots=True)
-class HeartbeatInputs:
-    """What the next-state decision needs from a heartbeat and from the controller's state."""
+class HeartbeatInputs(NamedTuple):
+    """What the next-state decision needs from a heartbeat and from the controller's state (a
+    tuple: one is built per heartbeat, and a frozen dataclass costs several times as much)."""
 
     want_fence: bool
     want_shut_down: bool

@@ -211,8 +211,11 @@ def process_broker_heartbeat(
     if all_dirs_offline:
         nxt = BrokerControlState.SHUTDOWN_NOW
     else:
-        unplaced = m.replication.unplaced_directories(registration)
-        if unplaced and current is BrokerControlState.FENCED and not req.WantFence:
+        # Only leaving FENCED asks whether every replica is placed; the steady heartbeat of an
+        # unfenced broker skips the look at its dirs.
+        fenced_now = current is BrokerControlState.FENCED
+        unplaced = m.replication.unplaced_directories(registration) if fenced_now else []
+        if unplaced and not req.WantFence:
             log.info(
                 "broker %d stays fenced: it has replicas in directories it has not placed (%s)",
                 broker_id,

@@ -222,11 +222,18 @@ class QuorumControllerCore:
     # ---- operations --------------------------------------------------------------------------
 
     def _run(self, api: str, op: Callable[[], ControllerResult[R]]) -> ControllerResult[R]:
+        # _gc_paused spelled out: every heartbeat comes through here, and the process shell has
+        # usually paused the collector already.
+        enabled = gc.isenabled()
+        if enabled:
+            gc.disable()
         try:
-            with _gc_paused():
-                return op()
+            return op()
         except KafkaError as e:
             return ControllerResult.of([], self._error_response(api, e))
+        finally:
+            if enabled:
+                gc.enable()
 
     @staticmethod
     def _error_response(api: str, e: KafkaError) -> Any:
