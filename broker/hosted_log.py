@@ -18,6 +18,33 @@ from kraftpy.image import TopicIdPartition
 from protocol.errors import Errors, KafkaError
 
 
+class Flag:
+    """`asyncio.Event`'s is_set/set/wait, with the Event made only when someone waits: a broker
+    holds one per replica, and 100,000 of them are set at startup while almost none is waited on."""
+
+    __slots__ = ("_event", "_value")
+
+    def __init__(self) -> None:
+        self._value = False
+        self._event: asyncio.Event | None = None
+
+    def is_set(self) -> bool:
+        return self._value
+
+    def set(self) -> None:
+        if not self._value:
+            self._value = True
+            if self._event is not None:
+                self._event.set()
+
+    async def wait(self) -> bool:
+        if self._value:
+            return True
+        if self._event is None:
+            self._event = asyncio.Event()
+        return await self._event.wait()
+
+
 class HostedLog:
     """One partition's log hosted here: the dir it lives in, opened on first use, offline with its dir."""
 
@@ -26,9 +53,9 @@ class HostedLog:
         self.log_dir = log_dir
         self.online = log_dir is not None
         self.log_config = log_config
-        self.created = asyncio.Event()
+        self.created = Flag()
         self._log: PartitionLog | None = None
-        self._lock = asyncio.Lock()
+        self._lock: asyncio.Lock | None = None
         self.offline_reason = ""
 
     @property
@@ -50,6 +77,8 @@ class HostedLog:
         if self._log is not None:
             return self._log
         await self.created.wait()
+        if self._lock is None:
+            self._lock = asyncio.Lock()
         async with self._lock:
             if not self.online or self.log_dir is None:
                 raise self.offline_error()

@@ -37,7 +37,7 @@ from broker.core.assignments import AssignmentsManager
 from broker.core.local_logs import FoundLog
 from broker.core.log_placement import LogPlacement, Plan
 from broker.core.partition_state import PartitionState
-from broker.hosted_log import HostedLog
+from broker.hosted_log import Flag, HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker.log_manager")
 
 CREATE_CHUNK = 256
+LIVES_IN = "the dir the replica lives in"
+"""The reason of every assignment queued here: the replica and the dir are the assignment's own fields."""
 
 
 class LogManager:
@@ -204,7 +206,9 @@ class LogManager:
             hp = self.partitions.pop((tp.topic_id, tp.partition), None)
             if hp is not None:
                 self._close_later([hp.go_offline("no longer hosted here")])
-        for key in [k for k in self.partitions if k not in self.placement.replicas]:
+        # Only a full publish or a removal can leave a HostedLog the core no longer tracks.
+        gone_keys = self.partitions.keys() if changed is None else plan.removed
+        for key in [k for k in gone_keys if k in self.partitions and k not in self.placement.replicas]:
             self._close_later([self.partitions.pop(key).go_offline("no longer hosted here")])
         for key in keys:
             r = self.placement.replicas.get(key)
@@ -225,7 +229,7 @@ class LogManager:
                     self._close_later([hp.take_log()])
                     hp.log_dir = where
                     hp.online = True
-                    hp.created = asyncio.Event()
+                    hp.created = Flag()
                     if key not in not_ready:
                         hp.created.set()
             if where is None:
@@ -285,9 +289,9 @@ class LogManager:
                     "a future log waits for its copy to resume", partition=str(tp), future=future.name
                 )
         report_after_create = {(t.topic_id, t.partition) for t, _ in plan.creates}
-        for tp, dir_id in plan.reports:
-            if (tp.topic_id, tp.partition) not in report_after_create:
-                self._report(tp, dir_id)
+        self._report_all(
+            [(tp, d) for tp, d in plan.reports if (tp.topic_id, tp.partition) not in report_after_create]
+        )
         if plan.creates:
             reports = {(t.topic_id, t.partition): d for t, d in plan.reports}
             by_dir: dict[Uuid, list[TopicIdPartition]] = {}
@@ -311,14 +315,17 @@ class LogManager:
             )
             if done is None:
                 return
+            due: list[tuple[TopicIdPartition, Uuid]] = []
             for tp in chunk:
+                key = (tp.topic_id, tp.partition)
                 self.placement.on_created(tp.topic_id, tp.partition, dir_id)
-                hp = self.partitions.get((tp.topic_id, tp.partition))
+                hp = self.partitions.get(key)
                 if hp is not None:
                     hp.created.set()
-                report = reports.get((tp.topic_id, tp.partition))
+                report = reports.get(key)
                 if report is not None:
-                    self._report(tp, report)
+                    due.append((tp, report))
+            self._report_all(due)
             self.on_logs_changed(chunk)
             self.on_change()
 
@@ -351,10 +358,13 @@ class LogManager:
         log.info("future log promoted", partition=str(tp), dir=str(ld.path))
         self.on_logs_changed([tp])
 
-    def _report(self, tp: TopicIdPartition, dir_id: Uuid) -> None:
-        self.assignments.on_assignment(
-            self.now_ms(), tp.topic_id, tp.partition, dir_id, f"{tp} lives in {describe_directory(dir_id)}"
-        )
+    def _report_all(self, reports: list[tuple[TopicIdPartition, Uuid]]) -> None:
+        """Queue these replicas' dirs for AssignReplicasToDirs (one clock read and one wake-up for all)."""
+        if not reports:
+            return
+        now = self.now_ms()
+        for tp, dir_id in reports:
+            self.assignments.on_assignment(now, tp.topic_id, tp.partition, dir_id, LIVES_IN)
         self.on_change()
 
     # ---- dir failure ---------------------------------------------------------------------------

@@ -44,12 +44,13 @@ def scan(log_dir: LogDir) -> list[FoundLog]:
     A missing or unreadable partition.metadata gives topic_id None (a stray, field bug 20).
     """
     out: list[FoundLog] = []
+    root = str(log_dir.path)
     for entry in log_dir.list_partition_dirs():
         kind = _KINDS[entry.kind]
         topic_id: Uuid | None = None
         if kind in (LogKind.LOG, LogKind.FUTURE):
             try:
-                topic_id = read_partition_metadata(log_dir.path / entry.name)
+                topic_id = read_partition_metadata(os.path.join(root, entry.name))
             except CorruptCheckpointError as e:
                 log.warning("unreadable partition.metadata, treating the log as stray", error=str(e))
         out.append(
@@ -72,17 +73,18 @@ def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -
     every new entry.
     """
     done: list[tuple[str, int]] = []
+    base = str(root)
     for topic, partition, topic_id in partitions:
-        path = root / log_dir_name(TopicPartition(topic, partition))
+        path = os.path.join(base, log_dir_name(TopicPartition(topic, partition)))
         try:
-            path.mkdir()
+            os.mkdir(path)
+            stored = None  # a dir just made holds nothing yet
         except FileExistsError:
-            pass
-        stored = read_partition_metadata(path)
+            stored = read_partition_metadata(path)
         if stored is None:
             write_partition_metadata(path, topic_id)
         elif stored != topic_id:
-            raise InconsistentTopicIdError(path, stored, topic_id)
+            raise InconsistentTopicIdError(Path(path), stored, topic_id)
         done.append((topic, partition))
     if done:
         fsync_dir(root)

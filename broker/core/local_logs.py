@@ -96,7 +96,10 @@ def duplicate_message(logs: Iterable[FoundLog], paths: dict[Uuid, str]) -> str:
 
 def classify(found: Iterable[FoundLog]) -> Inventory:
     inv = Inventory()
-    for log in sorted(found, key=lambda f: (f.topic, f.partition, f.kind.value, str(f.dir_id), f.name)):
+    found = list(found)
+    # A handful of dirs hold every log: name each dir once, not once per log.
+    dir_names = {d: str(d) for d in {f.dir_id for f in found}}
+    for log in sorted(found, key=lambda f: (f.topic, f.partition, f.kind.value, dir_names[f.dir_id], f.name)):
         if log.kind is LogKind.DELETE:
             inv.to_delete.append(log)
             continue

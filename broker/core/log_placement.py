@@ -71,6 +71,8 @@ class Plan:
     deletes: list[tuple[TopicIdPartition, Uuid]] = field(default_factory=list)
     """Replicas no longer hosted here whose log lives in an online dir: delete it."""
     went_offline: list[TopicIdPartition] = field(default_factory=list)
+    removed: list[PartitionKey] = field(default_factory=list)
+    """Replicas no longer hosted here, wherever their log was (the shell drops what it held for them)."""
 
     def is_empty(self) -> bool:
         return not any(
@@ -132,7 +134,8 @@ class LogPlacement:
         return self.replicas.get((topic_id, partition))
 
     def offline_count(self) -> int:
-        return sum(1 for r in self.replicas.values() if r.location is None)
+        # Every replica with a location, and only those, is counted under it.
+        return len(self.replicas) - sum(self._counts.values())
 
     def counts_by_dir(self) -> dict[Uuid, int]:
         return {d: self._counts.get(d, 0) for d in self.online_dirs}
@@ -287,7 +290,7 @@ class LogPlacement:
         if location == PICK:
             preferred = self.preferred.pop((tp.topic_name, tp.partition), None)
             online = preferred is not None and preferred in self.online_dirs
-            location = preferred if online else choose_dir(self.counts_by_dir(), self.paths)
+            location = preferred if online else self._choose_dir()
         report = location if d.report == PICK else d.report
         if location is None:
             if r.location is None and not r.offline_reason:
@@ -327,6 +330,14 @@ class LogPlacement:
         r.reported = report
         plan.reports.append((r.tp, report))
 
+    def _choose_dir(self) -> Uuid:
+        """`choose_dir` over the online dirs' counts, read from the running counts rather than copied
+        for every new replica."""
+        if len(self.online_dirs) <= 1:
+            return choose_dir(self.counts_by_dir(), self.paths)
+        counts, paths = self._counts, self.paths
+        return min(self.online_dirs, key=lambda d: (counts[d], paths.get(d, ""), d))
+
     def _set_unplaced(self, key: PartitionKey, unplaced: bool) -> None:
         if unplaced:
             self.unplaced.add(key)
@@ -344,6 +355,7 @@ class LogPlacement:
 
     def _remove(self, r: PlacedReplica, plan: Plan) -> None:
         del self.replicas[r.key]
+        plan.removed.append(r.key)
         self._set_unplaced(r.key, False)
         self._set_location_counts_only(r)
         files = self.inventory.partitions.pop((r.tp.topic_name, r.tp.partition), None)

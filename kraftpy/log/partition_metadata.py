@@ -6,6 +6,7 @@ tell a recreated topic's dir from the old one's; the metadata log's holds the fi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from kraftpy.log.errors import CorruptCheckpointError
@@ -19,21 +20,32 @@ def format_partition_metadata(topic_id: Uuid) -> bytes:
     return f"version: 0\ntopic_id: {topic_id}".encode("ascii")
 
 
-def write_partition_metadata(partition_dir: Path, topic_id: Uuid) -> None:
-    atomic_write(partition_dir / PARTITION_METADATA_FILE, format_partition_metadata(topic_id))
+def write_partition_metadata(partition_dir: str | Path, topic_id: Uuid) -> None:
+    atomic_write(os.path.join(partition_dir, PARTITION_METADATA_FILE), format_partition_metadata(topic_id))
 
 
-def read_partition_metadata(partition_dir: Path) -> Uuid | None:
+def read_partition_metadata(partition_dir: str | Path) -> Uuid | None:
     """The topic id of a partition dir, or None when it has no partition.metadata."""
-    return read_partition_metadata_file(partition_dir / PARTITION_METADATA_FILE)
+    return read_partition_metadata_file(os.path.join(partition_dir, PARTITION_METADATA_FILE))
 
 
-def read_partition_metadata_file(path: Path) -> Uuid | None:
-    """The topic id in the file, or None when it does not exist."""
+def read_partition_metadata_file(path: str | Path) -> Uuid | None:
+    """The topic id in the file, or None when it does not exist.
+
+    Plain os calls on a str path: a broker reads one of these per partition dir at startup.
+    """
     try:
-        text = path.read_text("ascii")
+        fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
         return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    try:
+        text = b"".join(chunks).decode("ascii")
     except UnicodeDecodeError:
         raise CorruptCheckpointError(path, "not ASCII text") from None
     fields = {}
