@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -58,6 +59,11 @@ from tools.cluster.layout import random_cluster_id  # noqa: E402
 BROKER = 2
 DIRS = 4
 PARTITIONS_PER_TOPIC = 1000
+GOAL_REPLICAS = 100_000
+GOAL_COLD_S = 10.0
+"""Cold start on new disks, process start to unfenced, at GOAL_REPLICAS replicas."""
+GOAL_WARM_S = 5.0
+"""Warm restart, process start to unfenced, at GOAL_REPLICAS replicas."""
 
 
 def kafka_binary_size(dirs: int, topics_per_dir: int, partitions: int) -> int:
@@ -149,11 +155,23 @@ class Bench:
             return {}
         return body if status == 200 and isinstance(body, dict) else {}
 
-    def start_broker(self, name: str) -> tuple[dict[str, Any], float]:
+    def start_broker(self, name: str, profile: Path | None = None) -> tuple[dict[str, Any], float]:
         t0 = time.monotonic()
         args = () if self.dataplane else ("--control-plane-only",)
         self.broker = self.procs.start_broker(self.broker_config, name=name, args=args)
-        h = self.wait(lambda h: h.get("broker_state") == "RUNNING", "unfenced", timeout=3600)
+        spies = (
+            [
+                _attach_py_spy(self.broker.pid, profile / f"{name}.txt"),
+                _attach_py_spy(self.controller.pid, profile / f"{name}-controller.txt"),
+            ]
+            if profile is not None
+            else []
+        )
+        try:
+            h = self.wait(lambda h: h.get("broker_state") == "RUNNING", "unfenced", timeout=3600)
+        finally:
+            for spy in spies:
+                _detach_py_spy(spy)
         return h, time.monotonic() - t0
 
     def wait(self, pred: Any, what: str, timeout: float = 3600) -> dict[str, Any]:
@@ -205,6 +223,39 @@ class Bench:
         return [read_meta_properties(d).directory_id for d in self.log_dirs]  # type: ignore[misc]
 
 
+def _attach_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
+    """py-spy sampling `pid` until unfenced; collapsed stacks (one line per stack, its sample count).
+    Only the thread holding the GIL is sampled: what the process spends its one core on."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    py_spy = Path(sys.executable).with_name("py-spy")
+    return subprocess.Popen(
+        [
+            str(py_spy),
+            "record",
+            "--pid",
+            str(pid),
+            "--format",
+            "raw",
+            "--gil",
+            "--rate",
+            "200",
+            "-o",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _detach_py_spy(spy: subprocess.Popen[bytes]) -> None:
+    spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+    try:
+        spy.wait(60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait()
+
+
 def figures(h: dict[str, Any], before: dict[str, Any] | None = None) -> dict[str, Any]:
     b = before or {}
     return {
@@ -221,6 +272,14 @@ def main() -> int:
     p.add_argument("--disk", choices=["tmpfs", "plain"], default="tmpfs" if os.geteuid() == 0 else "plain")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     p.add_argument("--keep", action="store_true", help="keep the work dir")
+    p.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="sample the broker and the controller during the cold and warm starts with py-spy into "
+        "DIR/broker-{cold,warm}[-controller].txt (collapsed stacks of the thread holding the GIL; the "
+        "figures then include the sampler's overhead)",
+    )
     p.add_argument(
         "--with-dataplane",
         action="store_true",
@@ -257,7 +316,7 @@ def main() -> int:
 
         bench.stop_broker()
         bench.wipe_and_reformat()
-        h3, wall3 = bench.start_broker("broker-cold")
+        h3, wall3 = bench.start_broker("broker-cold", args.profile)
         results["cold_start_new_disks"] = {
             "seconds_process_start_to_unfenced": h3["seconds_to_unfence"],
             "seconds_server_start_to_unfenced": h3["seconds_from_server_start_to_unfence"],
@@ -268,13 +327,14 @@ def main() -> int:
         dir_ids = bench.dir_ids()
 
         bench.stop_broker()
-        h4, wall4 = bench.start_broker("broker-warm")
+        h4, wall4 = bench.start_broker("broker-warm", args.profile)
         results["warm_restart"] = {
             "seconds_process_start_to_unfenced": h4["seconds_to_unfence"],
             "seconds_server_start_to_unfenced": h4["seconds_from_server_start_to_unfence"],
             "seconds_spawn_to_unfenced_seen": round(wall4, 2),
             **figures(h4),
         }
+        results["goals"] = goals(results)
         results["alternatives"] = alternatives(results["replicas"], bench.topics, dir_ids)
         results["batched_kafka_binary_bytes_estimate"] = sum(
             kafka_binary_size(DIRS, bench.topics, n)
@@ -283,6 +343,11 @@ def main() -> int:
         bench.stop_broker()
     finally:
         bench.procs.stop_all()
+        if mounted and args.keep:
+            # tmpfs goes with the unmount: keep the process logs at least
+            kept = Path(tempfile.mkdtemp(prefix="kraftpy-bench-startup-logs-"))
+            shutil.copytree(root / "logs", kept / "logs", dirs_exist_ok=True)
+            print(f"process logs kept: {kept / 'logs'}", file=sys.stderr)
         if mounted:
             with contextlib.suppress(subprocess.CalledProcessError):
                 subprocess.run(["umount", str(root)], check=True)
@@ -296,6 +361,26 @@ def main() -> int:
     else:
         _print(results)
     return 0
+
+
+def goals(r: dict[str, Any]) -> dict[str, Any]:
+    """The measured starts beside the goals; below GOAL_REPLICAS the goal is scaled by replica count
+    (the time is per replica), which a smaller run can only hint at."""
+    scale = r["replicas"] / GOAL_REPLICAS
+    out: dict[str, Any] = {"goal_replicas": GOAL_REPLICAS}
+    for key, run, goal in (
+        ("cold", "cold_start_new_disks", GOAL_COLD_S),
+        ("warm", "warm_restart", GOAL_WARM_S),
+    ):
+        seconds = r[run]["seconds_process_start_to_unfenced"]
+        out[key] = {
+            "seconds": seconds,
+            "goal_seconds": goal,
+            "goal_seconds_scaled": round(goal * scale, 2),
+            "met": seconds <= goal if scale >= 1 else None,
+            "projected_seconds_at_goal_replicas": round(seconds / scale, 1),
+        }
+    return out
 
 
 def _chunks(total: int, requests: int) -> list[int]:
@@ -327,6 +412,19 @@ def _print(r: dict[str, Any]) -> None:
         f"({warm['seconds_server_start_to_unfenced']} s after imports and dir checks, "
         f"{warm['seconds_spawn_to_unfenced_seen']} s spawn to seen running); {warm['requests']} requests"
     )
+    g = r["goals"]
+    for key, label in (("cold", "cold start"), ("warm", "warm restart")):
+        x = g[key]
+        if x["met"] is None:
+            verdict = (
+                f"goal {x['goal_seconds']} s at {g['goal_replicas']:,}; linear projection "
+                f"{x['projected_seconds_at_goal_replicas']} s (scaled goal {x['goal_seconds_scaled']} s)"
+            )
+        else:
+            verdict = (
+                f"goal {x['goal_seconds']} s at {g['goal_replicas']:,}: {'met' if x['met'] else 'NOT met'}"
+            )
+        print(f"  {label}: {x['seconds']} s; {verdict}")
     alt = r["alternatives"]
     print("  AssignReplicasToDirs cost for placing every replica:")
     print(f"    {'design':<34}{'requests':>10}{'msgpack bytes':>16}{'Kafka binary bytes':>20}")
