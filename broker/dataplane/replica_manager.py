@@ -47,6 +47,9 @@ log = structlog.get_logger("broker.dataplane")
 T = TypeVar("T")
 
 ISR_CHECK_MIN_MS = 50
+OFFLINE_MOVE_WAIT_MS = 500
+"""How long a produce to a partition whose dir just failed waits for the metadata to name its new
+leader (as long as a follower's fetch waits for data by default)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,9 +164,24 @@ class ReplicaManager:
                     hp.state.set_cluster_view(eligible, epochs)
                     self.partitions[st.key] = hp
                 hp.tp = st.tp
-                todo.append(self._bring_in_line(hp, st))
+                if (
+                    st.leader == self.node_id
+                    and hp.becoming_leader is None
+                    and not (hp.state.is_leader and hp.state.leader_epoch == st.leader_epoch)
+                ):
+                    # The image handlers answer from names us already: requests wait for the role.
+                    hp.becoming_leader = asyncio.Event()
+                todo.append(self._transition(hp, st))
             # Concurrently: a stalled dir holds back only the transitions of its own partitions.
             await asyncio.gather(*todo)
+
+    async def _transition(self, hp: HostedPartition, st: PartitionState) -> None:
+        try:
+            await self._bring_in_line(hp, st)
+        finally:
+            ev, hp.becoming_leader = hp.becoming_leader, None
+            if ev is not None:
+                ev.set()
 
     async def logs_changed(self, tps: Iterable[TopicIdPartition]) -> None:
         """The log manager created, promoted or replaced these partitions' logs: apply their last
@@ -213,10 +231,14 @@ class ReplicaManager:
             except KafkaError as e:
                 self._go_offline(hp, e.message or e.code.name)
                 hp.applied = reg
+                if reg.leader != self.node_id:
+                    self._moved(hp)
                 return
             if local is None:
                 hp.applied = reg
                 state.leader_id, state.leader_epoch = reg.leader, reg.leader_epoch
+                if reg.leader != self.node_id:
+                    self._moved(hp)
                 return
             if hp.state.role is Role.OFFLINE:
                 hp.state.stop()
@@ -277,16 +299,43 @@ class ReplicaManager:
         hp.state.stop()
         self.purgatory.fail_all(hp.key, Errors.NOT_LEADER_OR_FOLLOWER)
         self.fetch_waiters.notify(hp.key)
+        self._moved(hp)
         del self.partitions[hp.key]
 
     def _go_offline(self, hp: HostedPartition, reason: str, *, quiet: bool = False) -> None:
         if hp.state.role is not Role.OFFLINE and not quiet:
             log.warning("partition offline", partition=str(hp.tp), reason=reason)
         self.fetchers.remove(hp.key)
+        if hp.state.role is not Role.OFFLINE and hp.state.is_leader and hp.moved is None:
+            hp.moved = asyncio.Event()
         hp.state.go_offline()
         hp.local = None
         self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
         self.fetch_waiters.notify(hp.key)
+
+    def _moved(self, hp: HostedPartition) -> None:
+        ev, hp.moved = hp.moved, None
+        if ev is not None:
+            ev.set()
+
+    def _led_elsewhere(self, hp: HostedPartition) -> bool:
+        t = self._image.topics.get_topic(hp.tp.topic_id)
+        reg = t.partitions.get(hp.tp.partition) if t is not None else None
+        return reg is None or reg.leader != self.node_id
+
+    async def _offline_answer(self, hp: HostedPartition, budget_s: float) -> Errors:
+        """A produce to a partition whose dir failed under its leadership: NOT_LEADER_OR_FOLLOWER
+        (the handler adds the new leader, KIP-951) once the metadata moves the partition, waiting
+        for that up to `budget_s`, else KAFKA_STORAGE_ERROR. The controller hears of the failed dir
+        at once, so the move is usually tens of ms away; a producer told KAFKA_STORAGE_ERROR backs
+        off retry.backoff.ms and refreshes its metadata before it sends again."""
+        ev = hp.moved
+        if ev is not None and budget_s > 0 and not self._led_elsewhere(hp):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(ev.wait(), budget_s)
+        if self._led_elsewhere(hp):
+            return Errors.NOT_LEADER_OR_FOLLOWER
+        return Errors.KAFKA_STORAGE_ERROR
 
     @contextlib.asynccontextmanager
     async def paused(self, tp: TopicIdPartition) -> AsyncIterator[None]:
@@ -464,6 +513,9 @@ class ReplicaManager:
         hp = resolved
         if records is None:
             return AppendOutcome(Errors.CORRUPT_MESSAGE, message="null records")
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + min(timeout_ms, OFFLINE_MOVE_WAIT_MS) / 1000
+        await hp.leading(timeout_ms / 1000)
         min_isr = self.min_isr(hp)
         try:
             hp.state.check_produce(acks, min_isr)
@@ -473,8 +525,15 @@ class ReplicaManager:
             epoch = hp.state.leader_epoch
             result: AppendResult = await local.log_dir.run(_append_as_leader, hp, local.log, records, epoch)
         except LogDirOfflineError as e:
-            return self._storage_failure(hp, e)
+            outcome = self._storage_failure(hp, e)
+            return AppendOutcome(
+                await self._offline_answer(hp, deadline - loop.time()), message=outcome.message
+            )
         except KafkaError as e:
+            if e.code is Errors.KAFKA_STORAGE_ERROR:
+                return AppendOutcome(
+                    await self._offline_answer(hp, deadline - loop.time()), message=e.message
+                )
             return AppendOutcome(e.code, message=e.message)
         if result.num_batches == 0:
             return AppendOutcome(Errors.NONE, -1, hp.state.log_start_offset)
@@ -488,6 +547,8 @@ class ReplicaManager:
         fut = self.purgatory.watch(hp.key, result.last_offset + 1)
         self._complete_produces(hp)
         code = await wait_for_status(fut, timeout_ms / 1000)
+        if code is Errors.KAFKA_STORAGE_ERROR:
+            code = await self._offline_answer(hp, deadline - loop.time())
         if code is Errors.NONE:
             return AppendOutcome(Errors.NONE, result.first_offset, state.log_start_offset)
         return AppendOutcome(
@@ -515,6 +576,8 @@ class ReplicaManager:
             return FetchRead(resolved)
         hp = resolved
         state = hp.state
+        # A follower may hear of its new leader before the leader is done becoming one.
+        await hp.leading(self.settings.fetch_wait_max_ms / 1000)
         try:
             state.check_leader_at(current_leader_epoch)
             local = await hp.usable()

@@ -481,3 +481,75 @@ async def test_isr_meters_count_committed_shrinks_and_expansions_and_refusals(
     assert "kafka_server_replicamanager_isrshrinks_total 1.0" in text
     assert "kafka_server_replicamanager_isrexpands_total 1.0" in text
     assert "kafka_server_replicamanager_failedisrupdates_total 1.0" in text
+
+
+def moved(base: MetadataImage, offset: int, **change: Any) -> MetadataImage:
+    """`base` with one PartitionChangeRecord of t-0."""
+    delta = MetadataDelta(base)
+    delta.replay(mr.PartitionChangeRecord(PartitionId=0, TopicId=TOPIC_ID, **change), offset)
+    return delta.apply()
+
+
+async def test_a_produce_parked_on_a_failed_dir_is_sent_to_the_new_leader(
+    plane: tuple[DataPlane, Host],
+) -> None:
+    """KIP-951 after a dir failure: a produce waits for the metadata to move its partition, then
+    answers NOT_LEADER_OR_FOLLOWER naming the new leader and its endpoint, instead of
+    KAFKA_STORAGE_ERROR, which sends the producer through a backoff and a Metadata request first."""
+    dp, host = plane
+    pending = asyncio.create_task(produce(dp, batch([b"a"]), timeout_ms=10_000))
+    await asyncio.sleep(0.05)
+    host.dirs[DIR_A].fail(OSError(5, "Input/output error"))
+    await asyncio.sleep(0.05)
+    assert not pending.done()
+    late = asyncio.create_task(produce(dp, batch([b"b"]), timeout_ms=10_000))
+    await asyncio.sleep(0.01)
+    await dp.publish(moved(host.image, 100, Leader=2, Isr=[2, 3]))
+    for answer in await asyncio.wait_for(asyncio.gather(pending, late), 5):
+        assert answer.ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER
+        assert answer.CurrentLeader is not None
+        assert (answer.CurrentLeader.LeaderId, answer.CurrentLeader.LeaderEpoch) == (2, 1)
+    req = ProduceRequest(
+        Acks=-1,
+        TimeoutMs=1000,
+        TopicData=[
+            ProduceRequest.TopicProduceData(
+                Name="t", PartitionData=[ProduceRequest.PartitionProduceData(Index=0, Records=batch([b"c"]))]
+            )
+        ],
+    )
+    resp = await dp.api.produce(req, 11)
+    assert resp.Responses[0].PartitionResponses[0].ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER
+    assert [(e.NodeId, e.Port) for e in resp.NodeEndpoints] == [(2, 9092)]
+
+
+async def test_produces_and_reads_wait_for_a_transition_to_leader_under_way(tmp_path: Path) -> None:
+    """The image names this broker leader before its log has the new epoch (one job on the dir's
+    thread): a produce or a follower's fetch at the new epoch arriving meanwhile waits for it
+    rather than bouncing off NOT_LEADER_OR_FOLLOWER or UNKNOWN_LEADER_EPOCH."""
+    import threading
+
+    follower = moved(image([1, 2, 3]), 100, Leader=2)  # t-0: broker 2 leads at epoch 1
+    host = Host(tmp_path, follower)
+    dp = DataPlane(host)  # type: ignore[arg-type]
+    await dp.start()
+    release = threading.Event()
+    try:
+        await dp.publish(follower)
+        await dp.replicas.fetchers.stop()  # no leader 2 to fetch from here
+        blocked = asyncio.ensure_future(host.dirs[DIR_A].run(release.wait, 10))
+        leader = moved(follower, 101, Leader=1)  # back to broker 1, epoch 2
+        publishing = asyncio.create_task(dp.publish(leader))
+        await asyncio.sleep(0.05)
+        assert not publishing.done()
+        appended = asyncio.create_task(produce(dp, batch([b"a"]), acks=1))
+        fetched = asyncio.create_task(fetch(dp, 0, replica=2, epoch=2))
+        await asyncio.sleep(0.05)
+        assert not appended.done() and not fetched.done()
+        release.set()
+        await asyncio.wait_for(asyncio.gather(blocked, publishing), 5)
+        assert (await asyncio.wait_for(appended, 5)).ErrorCode == 0
+        assert (await asyncio.wait_for(fetched, 5)).ErrorCode == 0
+    finally:
+        release.set()
+        await dp.stop()
