@@ -1,12 +1,19 @@
 """KIP-951 in kraftpy's producer: a NOT_LEADER_OR_FOLLOWER answer naming the new leader (CurrentLeader
-and NodeEndpoints) moves the client's cached leader, so it sends again at once."""
+and NodeEndpoints) moves the client's cached leader, so it sends again at once; so does a leader
+its metadata learnt while the batch was out."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from protocol.errors import Errors
+from protocol.rpc.current_leader import LeaderIdAndEpoch
 from protocol.rpc.metadata import MetadataResponse
 from protocol.rpc.produce import ProduceResponse
 from protocol.uuid import Uuid
 from tools.client.cluster import BrokerInfo, ClusterMetadata, ConnectionPool, topics_from
+from tools.client.producer import Producer
 
 M = MetadataResponse
 
@@ -47,3 +54,87 @@ def test_stale_or_unreachable_hints_change_nothing() -> None:
     assert not md.apply_leader_hint("t", 0, -1, 9, [])
     assert not md.apply_leader_hint("u", 0, 1, 9, [])
     assert md.partition("t", 0).leader == 1 and md.partition("t", 0).leader_epoch == 4
+
+
+class _Broker:
+    def __init__(self, name: str, calls: list[tuple[str, str]], answer: Any) -> None:
+        self.name, self.calls, self.answer = name, calls, answer
+
+    async def call(self, api: str, req: Any, version: int | None = None, **_: Any) -> Any:
+        self.calls.append((api, self.name))
+        return self.answer()
+
+
+class _Pool:
+    def __init__(self, brokers: dict[str, _Broker]) -> None:
+        self.brokers = brokers
+
+    def get(self, url: str) -> _Broker:
+        return self.brokers[url]
+
+    async def close(self) -> None:
+        pass
+
+
+def _answer(code: Errors, hint: tuple[int, int] | None = None) -> ProduceResponse:
+    P = ProduceResponse
+    return P(
+        Responses=[
+            P.TopicProduceResponse(
+                Name="t",
+                PartitionResponses=[
+                    P.PartitionProduceResponse(
+                        Index=0,
+                        ErrorCode=int(code),
+                        BaseOffset=7 if code is Errors.NONE else -1,
+                        CurrentLeader=LeaderIdAndEpoch(LeaderId=hint[0], LeaderEpoch=hint[1])
+                        if hint
+                        else None,
+                    )
+                ],
+            )
+        ],
+        NodeEndpoints=[P.NodeEndpoint(NodeId=hint[0], Host="h2", Port=2)] if hint else [],
+    )
+
+
+async def _producer(
+    first_answer: Callable[[ClusterMetadata], ProduceResponse],
+) -> tuple[Producer, list[tuple[str, str]]]:
+    calls: list[tuple[str, str]] = []
+    p = Producer("127.0.0.1:1", enable_idempotence=False, linger_ms=0, retry_backoff_ms=100)
+    md = _metadata()
+    p.metadata = md
+    p.pool = md.pool = _Pool(  # type: ignore[assignment]
+        {
+            "http://h1:1": _Broker("h1", calls, lambda: first_answer(md)),
+            "http://h2:2": _Broker("h2", calls, lambda: _answer(Errors.NONE)),
+        }
+    )
+    p._started = True
+    return p, calls
+
+
+async def test_the_producer_resends_at_once_to_the_leader_an_answer_names() -> None:
+    p, calls = await _producer(lambda _md: _answer(Errors.NOT_LEADER_OR_FOLLOWER, (2, 5)))
+    fut = await p.send("t", b"v", partition=0)
+    assert (await fut).offset == 7
+    assert calls == [("Produce", "h1"), ("Produce", "h2")]  # no Metadata request in between
+    assert p.stats["leader_hints"] == 1
+    await p.close()
+
+
+async def test_the_producer_skips_the_backoff_when_its_metadata_moved_the_leader_meanwhile() -> None:
+    """As Kafka's producer: no backoff (nor Metadata request) for a batch whose partition got a new
+    leader since the batch was sent, here from another partition's answer while it was out."""
+
+    def moved_meanwhile(md: ClusterMetadata) -> ProduceResponse:
+        md.apply_leader_hint("t", 0, 2, 5, [ProduceResponse.NodeEndpoint(NodeId=2, Host="h2", Port=2)])
+        return _answer(Errors.NOT_LEADER_OR_FOLLOWER)
+
+    p, calls = await _producer(moved_meanwhile)
+    fut = await p.send("t", b"v", partition=0)
+    assert (await fut).offset == 7
+    assert calls == [("Produce", "h1"), ("Produce", "h2")]
+    assert p.stats["retries"] == 1 and p.stats["leader_hints"] == 0
+    await p.close()

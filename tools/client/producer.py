@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import os
 import time
 from collections import deque
 from collections.abc import Callable, Generator
@@ -90,6 +91,8 @@ class _Batch:
     sealed: bool = False
     resend_now: bool = False
     """The last answer named the partition's new leader (KIP-951): no backoff, no Metadata request."""
+    sent_epoch: int = -1
+    """The leader epoch the metadata gave when the batch was last sent."""
 
 
 DeliveryCallback = Callable[[RecordMetadata | None, KafkaError | None], None]
@@ -376,10 +379,13 @@ class Producer:
                 if batch.resend_now:
                     batch.resend_now = False
                     self.stats["leader_hints"] += 1
-                else:
+                elif self._leader_epoch(batch) <= batch.sent_epoch:
+                    # As Kafka's producer: back off unless the partition has a new leader since the
+                    # batch was sent (another batch's answer or refresh may have brought it).
                     await asyncio.sleep(cfg.retry_backoff_ms / 1000)
                     await self._refresh_metadata(batch.topic)
             batch.attempts += 1
+            batch.sent_epoch = self._leader_epoch(batch)
             url = self.metadata.leader_url(batch.topic, batch.partition)
             if url is None:
                 last = ClientError(
@@ -400,12 +406,17 @@ class Producer:
                 ],
             )
             self.stats["requests"] += 1
+            sent_ms = _now_ms()
             try:
                 resp: ProduceResponse = await self.pool.get(url).call("Produce", req)
             except KafkaError as e:
                 last = e
+                if _TRACE is not None:
+                    _trace(batch, sent_ms, url, e.code, None)
                 continue
             code, base_offset, message, hint = _partition_result(resp, batch)
+            if _TRACE is not None and (code is not Errors.NONE or batch.attempts > 1):
+                _trace(batch, sent_ms, url, code, hint)
             if hint is not None and code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
                 batch.resend_now = self.metadata.apply_leader_hint(
                     batch.topic, batch.partition, hint.LeaderId, hint.LeaderEpoch, resp.NodeEndpoints
@@ -417,6 +428,10 @@ class Producer:
             if code not in RETRIABLE:
                 self._fail(batch, DeliveryError(code, last.message))
                 return
+
+    def _leader_epoch(self, batch: _Batch) -> int:
+        p = self.metadata.partition(batch.topic, batch.partition)
+        return -1 if p is None else p.leader_epoch
 
     async def _refresh_metadata(self, topic: str) -> None:
         # One refresh at a time serves every partition that asked meanwhile.
@@ -546,6 +561,25 @@ def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int
             if p.Index == batch.partition:
                 return as_error(p.ErrorCode), p.BaseOffset, p.ErrorMessage, p.CurrentLeader
     return Errors.UNKNOWN_SERVER_ERROR, -1, "the broker's answer did not name the partition", None
+
+
+TRACE_ENV = "KRAFTPY_PRODUCE_TRACE"
+_TRACE = os.environ.get(TRACE_ENV) or None
+_TRACE_FILE: Any = None
+
+
+def _trace(batch: _Batch, sent_ms: int, url: str, code: Errors, hint: Any) -> None:
+    """When $KRAFTPY_PRODUCE_TRACE names a file, one line there per failed produce attempt and per
+    retry's answer, for failover benchmarks to split a stall into its steps:
+    `sent_ms answered_ms topic partition attempt url error leader_hint`."""
+    global _TRACE_FILE
+    leader = f"{hint.LeaderId}/{hint.LeaderEpoch}" if hint is not None and hint.LeaderId >= 0 else "-"
+    if _TRACE_FILE is None:
+        assert _TRACE is not None
+        _TRACE_FILE = open(_TRACE, "a", buffering=1)  # noqa: SIM115 - open for the process's life
+    _TRACE_FILE.write(
+        f"{sent_ms} {_now_ms()} {batch.topic} {batch.partition} {batch.attempts} {url} {code.name} {leader}\n"
+    )
 
 
 INT32_MAX = (1 << 31) - 1
