@@ -16,7 +16,10 @@ sync. Per trial, from the moment of the fault:
                metadata_offset reaches the last of those PartitionChangeRecords; ZooKeeper mode: each
                broker's Metadata answer shows them; both polled every few ms);
 - stall:       the producer's longest gap, over the partitions that lost their leader, between the last
-               acknowledgement before the fault and the first one after it.
+               acknowledgement before the fault and the first one after it; the worst one is split
+               into steps from the producer's trace of its failed attempts and retries
+               ($KRAFTPY_PRODUCE_TRACE): the last ack -> the fault -> the first error answer -> the
+               resend that succeeded -> its acknowledgement.
 Prints p50 and p99 of each (with 20 trials p99 is the worst trial); `--mode both` runs ZooKeeper mode
 after KRaft mode on the same kind of disks with the same settings and prints them side by side.
 Needs root and loop devices (and Debian's zookeeper package for ZooKeeper mode).
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -181,6 +185,76 @@ def producer_stall(ack_file: Path, partitions: set[int], fault_ms: int) -> int |
     return max(gaps) if gaps else None
 
 
+@dataclass
+class Attempt:
+    sent_ms: int
+    answered_ms: int
+    partition: int
+    attempt: int
+    url: str
+    error: str
+    hint: str
+
+
+def read_trace(path: Path, topic: str) -> list[Attempt]:
+    """The producer's failed attempts and retries ($KRAFTPY_PRODUCE_TRACE, tools.client.producer)."""
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    out = []
+    for line in lines:
+        f = line.split()
+        if len(f) == 8 and f[2] == topic:
+            out.append(Attempt(int(f[0]), int(f[1]), int(f[3]), int(f[4]), f[5], f[6], f[7]))
+    return out
+
+
+STEPS = ("before", "error", "retry", "ack")
+STEP_LABELS = {
+    "before": "last ack before the fault -> the fault",
+    "error": "fault -> the producer's first error answer",
+    "retry": "first error answer -> the resend that succeeded",
+    "ack": "that resend -> its acknowledgement",
+}
+
+
+def stall_steps(
+    ack_file: Path, trace: list[Attempt], partitions: set[int], fault_ms: int
+) -> tuple[dict[str, int], str] | None:
+    """The worst stalled partition's stall split into STEPS, and a line saying what the producer did."""
+    acks = read_acks(ack_file)
+    before: dict[int, int] = {}
+    for p, _off, t in acks.acked.values():
+        if p in partitions and t <= fault_ms:
+            before[p] = max(before.get(p, 0), t)
+    worst: tuple[int, dict[str, int], str] | None = None
+    for p in partitions:
+        tries = sorted(
+            (a for a in trace if a.partition == p and a.answered_ms > fault_ms), key=lambda a: a.sent_ms
+        )
+        errors = [a for a in tries if a.error not in ("NONE", "DUPLICATE_SEQUENCE_NUMBER")]
+        done = [a for a in tries if a.error in ("NONE", "DUPLICATE_SEQUENCE_NUMBER")]
+        if p not in before or not errors or not done:
+            continue
+        ok = done[0]
+        first = errors[0]
+        steps = {
+            "before": fault_ms - before[p],
+            "error": first.answered_ms - fault_ms,
+            "retry": ok.sent_ms - first.answered_ms,
+            "ack": ok.answered_ms - ok.sent_ms,
+        }
+        said = ", ".join(
+            f"{a.error}{' hint ' + a.hint if a.hint != '-' else ''}" for a in errors if a.sent_ms < ok.sent_ms
+        )
+        what = f"partition {p}: {said}; then {ok.url.split('//')[-1]}"
+        total = ok.answered_ms - before[p]
+        if worst is None or total > worst[0]:
+            worst = (total, steps, what)
+    return None if worst is None else (worst[1], worst[2])
+
+
 def in_sync(view: ClusterView) -> bool:
     parts = view.topic(TOPIC)
     return bool(parts) and all(
@@ -212,11 +286,7 @@ def zk_trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | N
         "propagation": max(poller.moved.values()) - fault_ms if len(poller.moved) == len(urls) else None,
         "stall": producer_stall(ack_file, lost, fault_ms),
     }
-    print(
-        f"trial {n:2d}: broker {victim} dir {label} ({len(lost)} leaders, {len(affected)} replicas): "
-        + ", ".join(f"{k} {v if v is not None else '-'} ms" for k, v in result.items()),
-        flush=True,
-    )
+    _print_trial(n, victim, label, len(lost), len(affected), result, ack_file, lost, fault_ms)
     cluster.stop_broker(victim, timeout=20)
     cluster.heal_dir(victim, index, timeout=30)
     cluster.start_broker(victim)
@@ -266,21 +336,47 @@ def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None
     tl.detected_ms = detection_ms(cluster.broker(victim).log, dplan.path, fault_ms)
     reached = [poller.reached(b, target) for b in urls] if target is not None else []
     propagation = max(reached) - fault_ms if reached and all(r is not None for r in reached) else None  # type: ignore[operator]
+    where = ", ".join(
+        f"broker {b} {r - fault_ms} ms" for b, r in zip(urls, reached, strict=False) if r is not None
+    )
     result = {
         "detection": tl.ms_after_fault(tl.detected_ms),
         "report": tl.ms_after_fault(tl.reported_ms),
         "propagation": propagation,
         "stall": producer_stall(ack_file, lost, fault_ms),
     }
-    print(
-        f"trial {n:2d}: broker {victim} dir {label} ({len(lost)} leaders, {len(affected)} replicas): "
-        + ", ".join(f"{k} {v if v is not None else '-'} ms" for k, v in result.items()),
-        flush=True,
-    )
+    _print_trial(n, victim, label, len(lost), len(affected), result, ack_file, lost, fault_ms)
+    print(f"          new leaders in each broker's metadata: {where}", flush=True)
     cluster.stop_broker(victim, timeout=20)
     cluster.heal_dir(victim, index, timeout=30)
     cluster.start_broker(victim)
     return result
+
+
+def _print_trial(
+    n: int,
+    victim: int,
+    label: str,
+    lost: int,
+    affected: int,
+    result: dict[str, int | None],
+    ack_file: Path,
+    partitions: set[int],
+    fault_ms: int,
+) -> None:
+    print(
+        f"trial {n:2d}: broker {victim} dir {label} ({lost} leaders, {affected} replicas): "
+        + ", ".join(f"{k} {v if v is not None else '-'} ms" for k, v in result.items()),
+        flush=True,
+    )
+    split = stall_steps(ack_file, read_trace(ack_file.with_name(TRACE_NAME), TOPIC), partitions, fault_ms)
+    if split is not None:
+        steps, what = split
+        result.update(steps)
+        print("          worst stall: " + ", ".join(f"{k} {v} ms" for k, v in steps.items()) + f" ({what})")
+
+
+TRACE_NAME = "produce-trace.txt"
 
 
 def percentile(values: list[int], q: float) -> float:
@@ -322,6 +418,9 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path) -> list[dict[str, 
     producer = None
     try:
         cluster.create_topic(TOPIC, PARTITIONS, 3, timeout=60)
+        from tools.client.producer import TRACE_ENV
+
+        os.environ[TRACE_ENV] = str(work / TRACE_NAME)  # the producer process's attempts, for stall_steps
         producer = cluster.start_producer(TOPIC, work / "acks.txt", rate=args.rate, value_size=100)
         while producer.tail.acked < 100:
             producer.tail.poll()
@@ -379,10 +478,11 @@ def main() -> int:
     for m in runs:
         for col in ("p50", "p99", "max", "n"):
             table.add_column(f"{names[m]} {col}", justify="right")
-    for metric in METRICS:
-        row = [LABELS[metric]]
+    labels = {**LABELS, **{k: f"  stall step: {v}" for k, v in STEP_LABELS.items()}}
+    for metric in (*METRICS, *STEPS):
+        row = [labels[metric]]
         for results in runs.values():
-            vals = [int(r[metric]) for r in results if r[metric] is not None]
+            vals = [int(v) for r in results if (v := r.get(metric)) is not None]
             if vals:
                 row += [
                     f"{percentile(vals, 0.5):.0f}",
