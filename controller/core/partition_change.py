@@ -120,112 +120,157 @@ class PartitionChangeBuilder:
 
     def build(self) -> ApiMessageAndVersion | None:
         """The record for the change, or None when nothing would change."""
-        p = self._partition
-        mv = self._metadata_version
-        track_dirs = mv >= MV_3_7_IV2
-        replicas = p.replicas if self._target_replicas is None else self._target_replicas
-        isr = p.isr if self._target_isr is None else self._target_isr
-        removing = p.removing_replicas if self._target_removing is None else self._target_removing
-        adding = p.adding_replicas if self._target_adding is None else self._target_adding
-        if removing or adding:
-            done = completed_reassignment(replicas, isr, removing)
-            if done is not None:
-                (replicas, isr), removing, adding = done, (), ()
-        replicas_changed = replicas != p.replicas
-        if replicas_changed:
-            isr = tuple(b for b in isr if b in replicas)
-        dirs = self._target_directories(replicas, replicas_changed, track_dirs)
+        return build_change(
+            self._partition,
+            self._topic_id,
+            self._partition_id,
+            self._is_acceptable,
+            self._metadata_version,
+            self._default_dir,
+            self._zk_migration,
+            self._election,
+            self._target_isr,
+            self._target_replicas,
+            self._target_removing,
+            self._target_adding,
+            self._directory_changes,
+            self._target_lrs,
+        )
 
-        fields: dict[str, Any] = {}
-        leader, unclean = self._elect(replicas, isr, dirs)
-        if leader != p.leader:
-            fields["Leader"] = leader
-        if unclean:
-            fields["Isr"] = [leader]
-            if mv >= MV_3_2_IV0:
-                fields["LeaderRecoveryState"] = LeaderRecoveryState.RECOVERING.value
-        elif isr and isr != p.isr:
-            fields["Isr"] = list(isr)
-            if (
-                "Leader" not in fields
-                and (mv < MV_3_6_IV0 or self._zk_migration)
-                and any(b not in isr for b in p.isr)
-            ):
-                fields["Leader"] = p.leader
-        if replicas_changed:
-            fields["Replicas"] = list(replicas)
-            if "Leader" not in fields and any(b not in replicas for b in p.replicas):
-                fields["Leader"] = p.leader
-        if track_dirs and (replicas_changed or dirs != p.directories):
-            fields["Directories"] = list(dirs)
-        if removing != p.removing_replicas:
-            fields["RemovingReplicas"] = list(removing)
-        if adding != p.adding_replicas:
-            fields["AddingReplicas"] = list(adding)
-        if (
-            self._target_lrs is not None
-            and "LeaderRecoveryState" not in fields
-            and self._target_lrs != p.leader_recovery_state
-        ):
-            fields["LeaderRecoveryState"] = self._target_lrs
-        if not fields:
-            return None
-        record = PartitionChangeRecord(PartitionId=self._partition_id, TopicId=self._topic_id, **fields)
-        return ApiMessageAndVersion(record, partition_record_version(mv))
 
-    def _target_directories(
-        self, replicas: tuple[int, ...], replicas_changed: bool, track_dirs: bool
-    ) -> tuple[Uuid, ...]:
-        p = self._partition
-        changes = self._directory_changes
-        if not replicas_changed and not (changes and track_dirs):
-            return p.directories
-        if replicas_changed:
-            old = dict(zip(p.replicas, p.directories, strict=True))
-            default = self._default_dir if track_dirs else None
-            dirs = [
-                old[b] if b in old else (default(b) if default is not None else MIGRATING) for b in replicas
-            ]
-        else:
-            dirs = list(p.directories)
-        if changes and track_dirs:
-            for i, b in enumerate(replicas):
-                d = changes.get(b)
-                if d is not None:
-                    dirs[i] = d
-        return tuple(dirs)
+# A frozen dataclass's __init__ pays for object.__setattr__ per field; one record per changed
+# partition is built here, 100,000 when a dir fails.
+_new_record = object.__new__
+_set_message = ApiMessageAndVersion.__dict__["message"].__set__
+_set_version = ApiMessageAndVersion.__dict__["version"].__set__
 
-    def _elect(
-        self, replicas: tuple[int, ...], isr: tuple[int, ...], dirs: tuple[Uuid, ...]
-    ) -> tuple[int, bool]:
-        """(leader, whether it came from an unclean election)."""
-        accept = self._is_acceptable
-        current = self._partition.leader
-        election = self._election
-        if current != NO_LEADER and current in isr:
-            for i, b in enumerate(replicas):
-                if b == current:
-                    current_valid = accept(b, dirs[i])
-                    break
-            else:
-                current_valid = False
+
+def build_change(
+    p: PartitionRegistration,
+    topic_id: Uuid,
+    partition_id: int,
+    accept: LeaderAcceptor,
+    mv: int,
+    default_dir: DefaultDirProvider | None,
+    zk_migration: bool,
+    election: Election,
+    target_isr: tuple[int, ...] | None = None,
+    target_replicas: tuple[int, ...] | None = None,
+    target_removing: tuple[int, ...] | None = None,
+    target_adding: tuple[int, ...] | None = None,
+    directory_changes: dict[int, Uuid] | None = None,
+    target_lrs: int | None = None,
+) -> ApiMessageAndVersion | None:
+    """PartitionChangeBuilder.build without the builder: the generators that change many
+    partitions at once call it directly, with the same rules (module doc)."""
+    track_dirs = mv >= MV_3_7_IV2
+    replicas = p.replicas if target_replicas is None else target_replicas
+    isr = p.isr if target_isr is None else target_isr
+    removing = p.removing_replicas if target_removing is None else target_removing
+    adding = p.adding_replicas if target_adding is None else target_adding
+    if removing or adding:
+        done = completed_reassignment(replicas, isr, removing)
+        if done is not None:
+            (replicas, isr), removing, adding = done, (), ()
+    replicas_changed = replicas != p.replicas
+    if replicas_changed:
+        isr = tuple(b for b in isr if b in replicas)
+    if not replicas_changed and not (directory_changes and track_dirs):
+        dirs = p.directories
+    else:
+        dirs = _target_directories(p, replicas, replicas_changed, track_dirs, default_dir, directory_changes)
+
+    fields: dict[str, Any] = {}
+    leader, unclean = _elect(p.leader, election, accept, replicas, isr, dirs)
+    if leader != p.leader:
+        fields["Leader"] = leader
+    if unclean:
+        fields["Isr"] = [leader]
+        if mv >= MV_3_2_IV0:
+            fields["LeaderRecoveryState"] = LeaderRecoveryState.RECOVERING.value
+    elif isr and isr != p.isr:
+        fields["Isr"] = list(isr)
+        if "Leader" not in fields and (mv < MV_3_6_IV0 or zk_migration) and any(b not in isr for b in p.isr):
+            fields["Leader"] = p.leader
+    if replicas_changed:
+        fields["Replicas"] = list(replicas)
+        if "Leader" not in fields and any(b not in replicas for b in p.replicas):
+            fields["Leader"] = p.leader
+    if track_dirs and (replicas_changed or dirs != p.directories):
+        fields["Directories"] = list(dirs)
+    if removing != p.removing_replicas:
+        fields["RemovingReplicas"] = list(removing)
+    if adding != p.adding_replicas:
+        fields["AddingReplicas"] = list(adding)
+    if (
+        target_lrs is not None
+        and "LeaderRecoveryState" not in fields
+        and target_lrs != p.leader_recovery_state
+    ):
+        fields["LeaderRecoveryState"] = target_lrs
+    if not fields:
+        return None
+    out = _new_record(ApiMessageAndVersion)
+    _set_message(out, PartitionChangeRecord(PartitionId=partition_id, TopicId=topic_id, **fields))
+    _set_version(out, partition_record_version(mv))
+    return out
+
+
+def _target_directories(
+    p: PartitionRegistration,
+    replicas: tuple[int, ...],
+    replicas_changed: bool,
+    track_dirs: bool,
+    default_dir: DefaultDirProvider | None,
+    changes: dict[int, Uuid] | None,
+) -> tuple[Uuid, ...]:
+    if replicas_changed:
+        old = dict(zip(p.replicas, p.directories, strict=True))
+        default = default_dir if track_dirs else None
+        dirs = [old[b] if b in old else (default(b) if default is not None else MIGRATING) for b in replicas]
+    else:
+        dirs = list(p.directories)
+    if changes and track_dirs:
+        for i, b in enumerate(replicas):
+            d = changes.get(b)
+            if d is not None:
+                dirs[i] = d
+    return tuple(dirs)
+
+
+def _elect(
+    current: int,
+    election: Election,
+    accept: LeaderAcceptor,
+    replicas: tuple[int, ...],
+    isr: tuple[int, ...],
+    dirs: tuple[Uuid, ...],
+) -> tuple[int, bool]:
+    """(leader, whether it came from an unclean election)."""
+    if current != NO_LEADER and current in isr:
+        for i, b in enumerate(replicas):
+            if b == current:
+                current_valid = accept(b, dirs[i])
+                break
         else:
             current_valid = False
-        if election is Election.PREFERRED:
-            if replicas and replicas[0] in isr and accept(replicas[0], dirs[0]):
-                return replicas[0], False
-            if current_valid:
-                return current, False
-        elif current_valid:
+    else:
+        current_valid = False
+    if election is Election.PREFERRED:
+        if replicas and replicas[0] in isr and accept(replicas[0], dirs[0]):
+            return replicas[0], False
+        if current_valid:
             return current, False
+    elif current_valid:
+        return current, False
+    for i, b in enumerate(replicas):
+        if b in isr and accept(b, dirs[i]):
+            return b, False
+    if election is Election.UNCLEAN:
         for i, b in enumerate(replicas):
-            if b in isr and accept(b, dirs[i]):
-                return b, False
-        if election is Election.UNCLEAN:
-            for i, b in enumerate(replicas):
-                if accept(b, dirs[i]):
-                    return b, True
-        return NO_LEADER, False
+            if accept(b, dirs[i]):
+                return b, True
+    return NO_LEADER, False
 
 
 def completed_reassignment(

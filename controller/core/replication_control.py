@@ -24,7 +24,7 @@ from controller.core.cluster_control import ClusterControlManager
 from controller.core.configuration_control import ConfigurationControlManager
 from controller.core.feature_control import FeatureControlManager
 from controller.core.metadata_version import MV_3_3_IV2, MV_3_3_IV3
-from controller.core.partition_change import Election, LeaderAcceptor, PartitionChangeBuilder
+from controller.core.partition_change import Election, LeaderAcceptor, PartitionChangeBuilder, build_change
 from controller.core.placement import default_dir
 from kraftpy.metadata import NO_LEADER, BrokerRegistration, PartitionRegistration
 from protocol.framing import ApiMessageAndVersion
@@ -125,26 +125,27 @@ class ReplicationControlManager:
         self.topics[record.TopicId] = TopicControlInfo(record.Name, record.TopicId)
         self.topics_by_name[record.Name] = record.TopicId
 
-    def replay_partition(self, record: Any) -> None:
+    def replay_partition(self, record: Any, offset: int = -1) -> None:
         topic = self.topics.get(record.TopicId)
         if topic is None:
             raise ValueError(f"PartitionRecord for unknown topic {record.TopicId}")
         new = PartitionRegistration.from_record(record)
-        tp = (record.TopicId, record.PartitionId)
+        # Keyed by the topic's own id object: the indexes then share one per topic, not one per record.
+        tp = (topic.id, record.PartitionId)
         old = topic.partitions.get(record.PartitionId)
         topic.partitions[record.PartitionId] = new
         self._reindex(tp, old, new)
 
-    def replay_partition_change(self, record: Any) -> None:
-        topic = self.topics.get(record.TopicId)
-        old = topic.partitions.get(record.PartitionId) if topic is not None else None
+    def replay_partition_change(self, record: Any, offset: int = -1) -> None:
+        topic_id = record.TopicId
+        partition_id = record.PartitionId
+        topic = self.topics.get(topic_id)
+        old = topic.partitions.get(partition_id) if topic is not None else None
         if topic is None or old is None:
-            raise ValueError(
-                f"PartitionChangeRecord for unknown partition {record.TopicId}:{record.PartitionId}"
-            )
+            raise ValueError(f"PartitionChangeRecord for unknown partition {topic_id}:{partition_id}")
         new = old.merge(record)
-        topic.partitions[record.PartitionId] = new
-        self._reindex((record.TopicId, record.PartitionId), old, new)
+        topic.partitions[partition_id] = new
+        self._reindex((topic.id, partition_id), old, new)
 
     def replay_remove_topic(self, record: Any) -> str:
         """Drops the topic; returns its name so its configs can go too."""
@@ -159,6 +160,9 @@ class ReplicationControlManager:
     def _reindex(
         self, tp: TopicIdPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
     ) -> None:
+        if old is not None and new is not None:
+            self._reindex_change(tp, old, new)
+            return
         if old is None:
             self._partition_count += new is not None
         elif new is None:
@@ -211,6 +215,60 @@ class ReplicationControlManager:
                     self._leaderless[tp] = None
                 else:
                     self._leaders.setdefault(new_leader, {})[tp] = None
+
+    def _reindex_change(
+        self, tp: TopicIdPartition, old: PartitionRegistration, new: PartitionRegistration
+    ) -> None:
+        """_reindex for a PartitionChangeRecord, the case replay meets most: what a change leaves
+        alone (replicas and directories by identity, most often) is not looked at."""
+        replicas, directories = new.replicas, new.directories
+        if (old.replicas is not replicas and old.replicas != replicas) or (
+            old.directories is not directories and old.directories != directories
+        ):
+            index = self._replicas
+            for b, d in zip(old.replicas, old.directories, strict=True):
+                by_dir = index[b]
+                members = by_dir[d]
+                del members[tp]
+                if not members:
+                    del by_dir[d]
+                    if not by_dir:
+                        del index[b]
+            for b, d in zip(replicas, directories, strict=True):
+                index.setdefault(b, {}).setdefault(d, {})[tp] = None
+        old_isr, new_isr = old.isr, new.isr
+        if old_isr != new_isr:
+            isr_index = self._isr
+            for b in old_isr:
+                if b not in new_isr:
+                    members = isr_index[b]
+                    del members[tp]
+                    if not members:
+                        del isr_index[b]
+            for b in new_isr:
+                if b not in old_isr:
+                    isr_index.setdefault(b, {})[tp] = None
+        if old.adding_replicas or old.removing_replicas or new.adding_replicas or new.removing_replicas:
+            was = bool(old.adding_replicas or old.removing_replicas)
+            now = bool(new.adding_replicas or new.removing_replicas)
+            if was != now:
+                if now:
+                    self._reassigning[tp] = None
+                else:
+                    del self._reassigning[tp]
+        old_leader, new_leader = old.leader, new.leader
+        if old_leader != new_leader:
+            if old_leader == NO_LEADER:
+                del self._leaderless[tp]
+            else:
+                members = self._leaders[old_leader]
+                del members[tp]
+                if not members:
+                    del self._leaders[old_leader]
+            if new_leader == NO_LEADER:
+                self._leaderless[tp] = None
+            else:
+                self._leaders.setdefault(new_leader, {})[tp] = None
 
     # ---- queries -----------------------------------------------------------------------------
 
@@ -380,6 +438,9 @@ class ReplicationControlManager:
         # need looking up; and partitions come grouped by topic. Both save Uuid hashing, which
         # dominates when a failed dir touches 100,000 partitions.
         earlier = view.has_changes()
+        zk_migration = self.zk_migration_enabled
+        append = records.append
+        record_change = view.record_change
         last_topic_id: Uuid | None = None
         topic: TopicControlInfo | None = None
         election = Election.ONLINE
@@ -396,21 +457,19 @@ class ReplicationControlManager:
                 partition = topic.partitions.get(partition_id)
                 if partition is None:
                     continue
-            builder = PartitionChangeBuilder(
-                partition,
-                topic_id,
-                partition_id,
-                accept,
-                mv,
-                default_dir=default_dir,
-                zk_migration_enabled=self.zk_migration_enabled,
-            ).set_election(election)
-            if broker_to_remove != NO_LEADER and broker_to_remove in partition.isr:
-                builder.set_target_isr([b for b in partition.isr if b != broker_to_remove])
-            record = builder.build()
+            isr = partition.isr
+            target_isr = (
+                tuple([b for b in isr if b != broker_to_remove])
+                if broker_to_remove != NO_LEADER and broker_to_remove in isr
+                else None
+            )
+            # PartitionChangeBuilder.build's rules, without a builder object per partition.
+            record = build_change(
+                partition, topic_id, partition_id, accept, mv, default_dir, zk_migration, election, target_isr
+            )
             if record is not None:
-                records.append(record)
-                view.record_change(tp, partition, record.message)
+                append(record)
+                record_change(tp, partition, record.message)
 
     def _registration_change(
         self, registration: BrokerRegistration, **fields: int | list[Uuid]
