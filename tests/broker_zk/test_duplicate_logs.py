@@ -161,3 +161,21 @@ async def test_diverged_copies_stay_offline_untouched(
     r = placement.replicas[(TOPIC_ID, 0)]
     assert r.location is None and str(a) in r.offline_reason and str(b) in r.offline_reason
     assert not plan.strays and (a / "t-0").is_dir() and (b / "t-0").is_dir()
+
+
+async def test_a_copy_that_cannot_be_read_decides_nothing(
+    dirs: tuple[dict[Uuid, LogDir], Path, Path], tmp_path: Path
+) -> None:
+    log_dirs, a, b = dirs
+    leader = leader_log(tmp_path / "leader" / "t-0", [(0, 3), (2, 2)])
+    for log in (follow(leader, a / "t-0", upto=12), follow(leader, b / "t-0"), leader):
+        log.close()
+    segment = b / "t-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    data[16] = 9  # the first batch's magic byte: the header cannot be read
+    segment.write_bytes(bytes(data))
+    inventory = await take_inventory(log_dirs)
+    await settle_duplicates(inventory, log_dirs)
+    files = inventory.files("t", 0)
+    assert files is not None and len(files.currents()) == 2 and not inventory.strays
+    assert all(ld.online for ld in log_dirs.values())  # bad bytes are not a failed disk
