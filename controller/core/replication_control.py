@@ -163,6 +163,9 @@ class ReplicationControlManager:
         if old is not None and new is not None:
             self._reindex_change(tp, old, new)
             return
+        if old is None and new is not None:
+            self._index_new(tp, new)
+            return
         if old is None:
             self._partition_count += new is not None
         elif new is None:
@@ -215,6 +218,36 @@ class ReplicationControlManager:
                     self._leaderless[tp] = None
                 else:
                     self._leaders.setdefault(new_leader, {})[tp] = None
+
+    def _index_new(self, tp: TopicIdPartition, new: PartitionRegistration) -> None:
+        """_reindex for a partition replay meets for the first time (every partition of a
+        snapshot): looked up before created, since a setdefault would build an empty dict per call."""
+        self._partition_count += 1
+        index = self._replicas
+        for b, d in zip(new.replicas, new.directories, strict=True):
+            by_dir = index.get(b)
+            if by_dir is None:
+                by_dir = index[b] = {}
+            members = by_dir.get(d)
+            if members is None:
+                members = by_dir[d] = {}
+            members[tp] = None
+        isr_index = self._isr
+        for b in new.isr:
+            members = isr_index.get(b)
+            if members is None:
+                members = isr_index[b] = {}
+            members[tp] = None
+        if new.adding_replicas or new.removing_replicas:
+            self._reassigning[tp] = None
+        leader = new.leader
+        if leader == NO_LEADER:
+            self._leaderless[tp] = None
+        else:
+            members = self._leaders.get(leader)
+            if members is None:
+                members = self._leaders[leader] = {}
+            members[tp] = None
 
     def _reindex_change(
         self, tp: TopicIdPartition, old: PartitionRegistration, new: PartitionRegistration

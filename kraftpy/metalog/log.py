@@ -615,8 +615,10 @@ class MetadataLog:
             )
         if latest is not None:
             contents = self.read_snapshot(latest)
-            for e in contents.entries(include_control=include_control):
-                yield e._replace(offset=latest.offset - 1)
+            at = latest.offset - 1
+            # Built directly, not with _replace (a Python-level rebuild per record of the snapshot).
+            for _, record, batch in contents.entries(include_control=include_control):
+                yield LogEntry(at, record, batch)
             start = max(start, latest.offset)
         for seg, position, db in self.iter_decoded_batches(start):
             yield from decoded_entries(
