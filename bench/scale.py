@@ -1,0 +1,395 @@
+"""Where one Python controller stops: the sans-IO controller core at 10,000 brokers and 2,000,000 partitions.
+
+    .venv/bin/python bench/scale.py [--scale 1.0] [--brokers 10000] [--dirs 4] [--partitions 2000000]
+                                    [--rf 3] [--heartbeats 200000] [--keep DIR]
+
+No processes and no network: the core (controller/core) is driven the way the controller process
+drives it, with the clock passed in. Every operation's records are encoded into batches as the log
+sink encodes them, replayed into the core and appended to a real metadata log on disk (flushed
+once at the end instead of once per operation). `--scale 0.05` shrinks brokers and partitions alike
+for a quick look.
+
+1. Build: brokers register (each with `--dirs` log dirs) and heartbeat until unfenced, CreateTopics
+   makes the partitions (topics of 1,000, RF `--rf`), and each broker places its replicas across
+   its dirs with AssignReplicasToDirs, as a JBOD broker does at startup.
+2. Snapshot and restart: the committed image is built from the log and written as a snapshot, as
+   the snapshot generator does; then a new core and image load it as a controller restart does
+   (controller/startup.py), which is the replay time shown.
+3. Memory per partition: what the core holds once the snapshot is replayed into it alone, traced
+   with tracemalloc (and, beside it, the committed image the process also keeps).
+4. On the restarted controller: steady heartbeats from every broker (heartbeats/s the core sustains,
+   records none), one log dir failing (the heartbeat reporting it, its PartitionChangeRecords encoded
+   and replayed), and one whole broker failing (its session expires; fenced by the session check).
+
+What it tells a user: whether one controller process holds a cluster this size in memory, how long
+a restart or failover takes before it can serve, and whether a disk or a broker failing gets its
+leaders moved in time. Figures beside their goals; the process's own RPC and fsync costs come on
+top (see bench/controller.py for those).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import resource
+import shutil
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from controller.core import ControllerConfig, QuorumControllerCore
+from controller.core.metadata_version import LATEST_PRODUCTION
+from controller.log_sink import MAX_RECORDS_PER_BATCH
+from controller.raft_log import write_snapshot
+from controller.startup import replay_committed, snapshot_end
+from kraftpy.image import MetadataDelta, MetadataImage
+from kraftpy.metalog.log import MetadataLog
+from kraftpy.metalog.snapshots import MAX_BATCH_BYTES
+from protocol.framing import ApiMessageAndVersion
+from protocol.record_batch import build_metadata_batch
+from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsRequest as Assign
+from protocol.rpc.broker_heartbeat import BrokerHeartbeatRequest
+from protocol.rpc.broker_registration import BrokerRegistrationRequest as Register
+from protocol.rpc.create_topics import CreateTopicsRequest as Create
+from protocol.transport.offload import collector_paused
+from protocol.uuid import Uuid
+
+GOAL_REPLAY_S = 20.0
+GOAL_DIR_FAILURE_MS = 100.0
+GOAL_BROKER_FAILURE_MS = 1000.0
+GOAL_BYTES_PER_PARTITION = 2048
+SESSION_TIMEOUT_MS = 9000
+PARTITIONS_PER_TOPIC = 1000
+EPOCH = 1
+
+
+def verdict(value: float, goal: float) -> str:
+    return "within" if value <= goal else "OVER"
+
+
+class Shell:
+    """What the controller process does with an operation's result, minus the network: encode the
+    records into batches (as the log sink does), replay them at their offsets, append them."""
+
+    def __init__(self, core: QuorumControllerCore, mlog: MetadataLog) -> None:
+        self.core = core
+        self.log = mlog
+        self.next_offset = mlog.log_end_offset
+        self.now_ms = 1_000_000
+
+    def encode(self, records: Sequence[ApiMessageAndVersion], base: int) -> list[bytes]:
+        out = []
+        for lo in range(0, len(records), MAX_RECORDS_PER_BATCH):
+            data = build_metadata_batch(
+                base + lo, EPOCH, self.now_ms, records[lo : lo + MAX_RECORDS_PER_BATCH]
+            )
+            if len(data) > MAX_BATCH_BYTES:
+                raise RuntimeError(f"a batch of {len(data)} bytes: make the requests smaller")
+            out.append(data)
+        return out
+
+    def apply(self, result: Any, *, write: bool = True) -> Any:
+        records = result.records
+        if records:
+            base = self.next_offset
+            batches = self.encode(records, base)
+            self.core.replay_all(records, base)
+            self.next_offset += len(records)
+            if write:
+                for data in batches:
+                    self.log.append_raw_batches(data)
+        if getattr(result.response, "ErrorCode", 0):
+            raise RuntimeError(f"operation failed: {result.response}")
+        return result.response
+
+
+def tidy() -> None:
+    """Collect what the last requests left and freeze what lives on: the build runs with the
+    collector paused, as the controller runs each operation, without walking the whole state at
+    every collection."""
+    gc.collect()
+    gc.freeze()
+
+
+def dir_ids(broker_id: int, dirs: int) -> list[Uuid]:
+    return sorted(Uuid.from_longs(0x4449520000000000 | broker_id, 1000 + d) for d in range(dirs))
+
+
+def build(shell: Shell, brokers: int, dirs: int, partitions: int, rf: int) -> dict[int, int]:
+    """The cluster, through the core's operations; returns each broker's epoch."""
+    core = shell.core
+    epochs: dict[int, int] = {}
+    t0 = time.perf_counter()
+    for b in range(1, brokers + 1):
+        req = Register(
+            BrokerId=b,
+            ClusterId=core.config.cluster_id,
+            IncarnationId=Uuid.from_longs(0x494E43, b),
+            Listeners=[Register.Listener(Name="PLAINTEXT", Host=f"b{b}", Port=9092, SecurityProtocol=0)],
+            Features=[
+                Register.Feature(Name="metadata.version", MinSupportedVersion=1, MaxSupportedVersion=22)
+            ],
+            Rack=f"rack{b % 3}",
+            LogDirs=dir_ids(b, dirs),
+        )
+        epochs[b] = shell.apply(core.register_broker(req, 4, shell.now_ms, shell.next_offset)).BrokerEpoch
+    for b, epoch in epochs.items():
+        hb = BrokerHeartbeatRequest(BrokerId=b, BrokerEpoch=epoch, CurrentMetadataOffset=shell.next_offset)
+        resp = shell.apply(core.process_broker_heartbeat(hb, 1, shell.now_ms, shell.next_offset))
+        assert not resp.IsFenced, f"broker {b} still fenced"
+    print(f"  {brokers:,} brokers registered and unfenced in {time.perf_counter() - t0:.1f}s")
+
+    t0 = time.perf_counter()
+    n_topics = -(-partitions // PARTITIONS_PER_TOPIC)
+    per_request = max(1, 5000 // (PARTITIONS_PER_TOPIC * rf) or 1)
+    for lo in range(0, n_topics, per_request):
+        topics = [
+            Create.CreatableTopic(
+                Name=f"t{i}",
+                NumPartitions=min(PARTITIONS_PER_TOPIC, partitions - i * PARTITIONS_PER_TOPIC),
+                ReplicationFactor=rf,
+                Assignments=[],
+                Configs=[],
+            )
+            for i in range(lo, min(n_topics, lo + per_request))
+        ]
+        shell.apply(core.create_topics(Create(Topics=topics, TimeoutMs=60000), 7))
+        tidy()
+    print(f"  {partitions:,} partitions (RF {rf}) created in {time.perf_counter() - t0:.1f}s")
+
+    # Each broker places its replicas round-robin over its dirs, as a JBOD broker's startup does.
+    t0 = time.perf_counter()
+    replication = core.m.replication
+    unassigned = core.m.replication.replica_directories
+    for b, epoch in epochs.items():
+        by_dir: list[dict[Uuid, list[int]]] = [{} for _ in range(dirs)]
+        i = 0
+        for d in list(unassigned(b)):
+            for topic_id, pid in replication.partitions_on(b, d):
+                by_dir[i % dirs].setdefault(topic_id, []).append(pid)
+                i += 1
+        # Validated in one call, as the transport validates a request body.
+        req = Assign.model_validate(
+            {
+                "BrokerId": b,
+                "BrokerEpoch": epoch,
+                "Directories": [
+                    {
+                        "Id": d,
+                        "Topics": [
+                            {"TopicId": t, "Partitions": [{"PartitionIndex": p} for p in pids]}
+                            for t, pids in placed.items()
+                        ],
+                    }
+                    for d, placed in zip(dir_ids(b, dirs), by_dir, strict=True)
+                ],
+            }
+        )
+        shell.apply(core.assign_replicas_to_dirs(req, 0))
+        if b % 100 == 0:
+            tidy()
+    print(f"  {partitions * rf:,} replicas placed in dirs in {time.perf_counter() - t0:.1f}s")
+    return epochs
+
+
+def traced_memory(mlog: MetadataLog, config: ControllerConfig) -> tuple[int, int]:
+    """Bytes the core, then a committed image, hold once the snapshot is replayed into each
+    (tracemalloc: exact, but it slows allocation, so this is a replay of its own)."""
+    out = []
+    for what in ("core", "image"):
+        gc.collect()
+        tracemalloc.start()
+        base = tracemalloc.get_traced_memory()[0]
+        if what == "core":
+            held: Any = QuorumControllerCore(config)
+            replay_committed(mlog, held, None, snapshot_end(mlog))
+        else:
+            held = MetadataDelta(MetadataImage.EMPTY)
+            with collector_paused():
+                mlog.replay_into(held)
+            held = held.apply()
+        gc.collect()
+        out.append(tracemalloc.get_traced_memory()[0] - base)
+        tracemalloc.stop()
+        del held
+    return out[0], out[1]
+
+
+def heartbeat_rate(shell: Shell, epochs: dict[int, int], total: int, skip: int | None = None) -> float:
+    """Heartbeats per second through the core, round-robin over `epochs` (none changes state)."""
+    core = shell.core
+    reqs = [
+        BrokerHeartbeatRequest(BrokerId=b, BrokerEpoch=e, CurrentMetadataOffset=shell.next_offset)
+        for b, e in epochs.items()
+        if b != skip
+    ]
+    done = 0
+    t0 = time.perf_counter()
+    while done < total:
+        for req in reqs[: total - done]:
+            result = core.process_broker_heartbeat(req, 1, shell.now_ms, shell.next_offset)
+            if result.records or result.response.IsFenced:
+                raise RuntimeError(f"heartbeat of broker {req.BrokerId} changed state: {result.response}")
+        done += min(len(reqs), total - done)
+    return done / (time.perf_counter() - t0)
+
+
+def timed_apply(shell: Shell, op: Any) -> tuple[Any, int, float, float]:
+    """(response, records, seconds in the operation, seconds encoding and replaying its records)."""
+    t0 = time.perf_counter()
+    result = op()
+    t1 = time.perf_counter()
+    shell.apply(result, write=False)
+    return result.response, len(result.records), t1 - t0, time.perf_counter() - t1
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--scale", type=float, default=1.0, help="multiply brokers and partitions by this")
+    p.add_argument("--brokers", type=int, default=10_000)
+    p.add_argument("--dirs", type=int, default=4, help="log dirs per broker")
+    p.add_argument("--partitions", type=int, default=2_000_000)
+    p.add_argument("--rf", type=int, default=3, help="replication factor")
+    p.add_argument("--heartbeats", type=int, default=200_000, help="heartbeats for the rate")
+    p.add_argument("--no-memory", action="store_true", help="skip the (slow) tracemalloc replays")
+    p.add_argument("--keep", metavar="DIR", help="write the metadata log in DIR and keep it")
+    args = p.parse_args()
+    brokers = max(args.rf, round(args.brokers * args.scale))
+    partitions = max(1, round(args.partitions * args.scale))
+
+    workdir = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="kraftpy-bench-scale-"))
+    config = ControllerConfig(
+        node_id=3000,
+        cluster_id="kraftpy-scale-bench",
+        broker_session_timeout_ms=SESSION_TIMEOUT_MS,
+        max_partitions=partitions,
+        random_seed=1,
+    )
+    print(
+        f"scale {args.scale}: {brokers:,} brokers x {args.dirs} dirs, {partitions:,} partitions, RF {args.rf}"
+    )
+    try:
+        # ---- 1. build -------------------------------------------------------------------------------
+        mlog = MetadataLog.open(workdir / "meta")
+        core = QuorumControllerCore(config)
+        shell = Shell(core, mlog)
+        shell.apply(core.bootstrap_records([], LATEST_PRODUCTION))
+        t0 = time.perf_counter()
+        with collector_paused():
+            epochs = build(shell, brokers, args.dirs, partitions, args.rf)
+        build_s = time.perf_counter() - t0
+        mlog.flush()
+        print(
+            f"build: {shell.next_offset:,} records in {build_s:.1f}s; log {mlog.size_in_bytes / 1e6:,.0f} MB"
+        )
+        end_offset = shell.next_offset
+        del core, shell
+        gc.collect()
+
+        # ---- 2. snapshot, restart --------------------------------------------------------------------
+        t0 = time.perf_counter()
+        with collector_paused():
+            image = mlog.load_image()
+            records = image.write()
+        sid = write_snapshot(mlog, records, end_offset, image.provenance.last_contained_log_time_ms)
+        snapshot_records = len(records)
+        del image, records
+        gc.collect()
+        print(
+            f"snapshot: {snapshot_records:,} records, {mlog.snapshot_size(sid) / 1e6:,.0f} MB, "
+            f"written in {time.perf_counter() - t0:.1f}s (image built from the log, then written)"
+        )
+        mlog.close()
+
+        t0 = time.perf_counter()
+        mlog = MetadataLog.open(workdir / "meta")
+        core = QuorumControllerCore(config)
+        delta = MetadataDelta(MetadataImage.EMPTY)
+        replayed = replay_committed(mlog, core, delta, snapshot_end(mlog))
+        replay_s = time.perf_counter() - t0
+        print(
+            f"restart: {replayed:,} snapshot records replayed into the core and the committed image in "
+            f"{replay_s:.1f}s (goal <= {GOAL_REPLAY_S:.0f} s: {verdict(replay_s, GOAL_REPLAY_S)})"
+        )
+        del delta
+        gc.collect()
+
+        # ---- 3. memory -------------------------------------------------------------------------------
+        if not args.no_memory:
+            core_bytes, image_bytes = traced_memory(mlog, config)
+            per_partition = core_bytes / partitions
+            print(
+                f"memory: the core holds {core_bytes / 1e6:,.0f} MB, {per_partition:,.0f} bytes per partition "
+                f"(goal <= {GOAL_BYTES_PER_PARTITION:,}: {verdict(per_partition, GOAL_BYTES_PER_PARTITION)}); "
+                f"the committed image the process keeps beside it {image_bytes / partitions:,.0f} more"
+            )
+
+        # ---- 4. heartbeats and failures on the restarted controller -------------------------------
+        shell = Shell(core, mlog)
+        shell.now_ms += 10_000
+        core.activate(shell.now_ms)
+        rate = heartbeat_rate(shell, epochs, min(args.heartbeats, max(len(epochs), args.heartbeats)))
+        print(
+            f"heartbeats: the core sustains {rate:,.0f} heartbeats/s "
+            f"({1e6 / rate:.1f} us each; the RPC layer comes on top)"
+        )
+        t0 = time.perf_counter()
+        core.next_session_expiry_ms()
+        core.maybe_fence_one_stale_broker(shell.now_ms)
+        check_ms = (time.perf_counter() - t0) * 1000
+        print(f"session check (next expiry + stale broker): {check_ms:.2f} ms per run, at most 4 runs/s")
+
+        victim_dir_broker = 1
+        lost = dir_ids(victim_dir_broker, args.dirs)[0]
+        on_dir = len(core.m.replication.partitions_on(victim_dir_broker, lost))
+        led = sum(
+            1
+            for tp in core.m.replication.partitions_on(victim_dir_broker, lost)
+            if core.m.replication.partition(tp).leader == victim_dir_broker
+        )
+        hb = BrokerHeartbeatRequest(
+            BrokerId=victim_dir_broker,
+            BrokerEpoch=epochs[victim_dir_broker],
+            CurrentMetadataOffset=shell.next_offset,
+            OfflineLogDirs=[lost],
+        )
+        _, n, op_s, apply_s = timed_apply(
+            shell, lambda: core.process_broker_heartbeat(hb, 1, shell.now_ms, shell.next_offset)
+        )
+        dir_ms = (op_s + apply_s) * 1000
+        print(
+            f"one dir failure: {on_dir:,} replicas in the dir ({led:,} leaders), {n:,} records: "
+            f"{dir_ms:.1f} ms (operation {op_s * 1000:.1f} + encode and replay {apply_s * 1000:.1f}) "
+            f"(goal <= {GOAL_DIR_FAILURE_MS:.0f} ms: {verdict(dir_ms, GOAL_DIR_FAILURE_MS)})"
+        )
+
+        # Every broker but one keeps heartbeating; the session check then fences the silent one.
+        victim = 2
+        shell.now_ms += SESSION_TIMEOUT_MS // 2
+        heartbeat_rate(shell, epochs, len(epochs) - 1, victim)
+        shell.now_ms += SESSION_TIMEOUT_MS // 2 + 1
+        isr_member = len(core.m.replication.partitions_with_isr_member(victim))
+        fenced, n, op_s, apply_s = timed_apply(shell, lambda: core.maybe_fence_one_stale_broker(shell.now_ms))
+        assert fenced == victim, f"expected broker {victim} fenced, got {fenced}"
+        broker_ms = (op_s + apply_s) * 1000
+        print(
+            f"one broker failure: broker {victim} in {isr_member:,} ISRs fenced, {n:,} records: "
+            f"{broker_ms:.1f} ms (operation {op_s * 1000:.1f} + encode and replay {apply_s * 1000:.1f}) "
+            f"(goal <= {GOAL_BROKER_FAILURE_MS:.0f} ms: {verdict(broker_ms, GOAL_BROKER_FAILURE_MS)})"
+        )
+        mlog.close()
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(f"peak resident memory of this run: {peak / 1e9:.1f} GB")
+    finally:
+        if not args.keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
