@@ -89,6 +89,16 @@ async def test_reply_waits_for_durability_and_state_is_replayed_at_once(env: Env
     assert seen[0].next_write_offset == 0
 
 
+async def test_a_write_on_an_idle_queue_runs_in_the_callers_turn(env: Env) -> None:
+    # Nothing queued or running: the write does not wait for the queue's task to be scheduled.
+    await settle()
+    fut = asyncio.ensure_future(env.q.write("w", lambda ctx: Result(["x"], "one")))
+    await asyncio.sleep(0)
+    assert env.state == [("x", 0)] and env.q.size() == 0
+    env.commit()
+    assert await fut == "one"
+
+
 async def test_empty_result_waits_for_earlier_records(env: Env) -> None:
     first = asyncio.ensure_future(env.q.write("w1", lambda ctx: Result(["x"], "one")))
     second = asyncio.ensure_future(env.q.write("w2", lambda ctx: Result([], "two")))
