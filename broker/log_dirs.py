@@ -14,6 +14,7 @@ import math
 import structlog
 
 from broker.core.local_logs import FoundLog, Inventory, classify
+from broker.heap import after_load, collector_paused
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.partition_dirs import delete_partition_dir, scan
 from broker.startup import BrokerDirs
@@ -49,9 +50,11 @@ async def take_inventory(log_dirs: dict[Uuid, LogDir]) -> Inventory:
         except LogDirOfflineError:
             return []
 
-    results = await asyncio.gather(*(one(ld) for ld in log_dirs.values()))
-    found = [f for per_dir in results for f in per_dir]
-    inventory = classify(found)
+    with collector_paused():
+        results = await asyncio.gather(*(one(ld) for ld in log_dirs.values()))
+        found = [f for per_dir in results for f in per_dir]
+        inventory = classify(found)
+    after_load(len(found))
     for f in inventory.to_delete:
         ld = log_dirs.get(f.dir_id)
         if ld is not None and ld.online:

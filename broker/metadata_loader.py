@@ -35,6 +35,7 @@ from broker.core.metadata_fetch import (
     SnapshotGoneError,
     Truncate,
 )
+from broker.heap import after_load, collector_paused
 from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataDelta, MetadataImage
@@ -55,20 +56,26 @@ def _append(mlog: MetadataLog, data: bytes) -> tuple[int, int]:
 
 
 def _replay(data: bytes, delta: MetadataDelta) -> None:
-    for batch in iter_batches(data):
-        if not batch.is_control:
-            base = batch.base_offset
-            epoch, ts = batch.partition_leader_epoch, batch.max_timestamp
-            for rec, amv in zip(batch.records, metadata_records(batch), strict=True):
-                delta.replay(amv, base + rec.offset_delta, epoch=epoch, timestamp_ms=ts)
-        if delta.last_offset is None or delta.last_offset < batch.last_offset:
-            # control batches (LeaderChange) move the offset on without records to replay
-            delta.last_offset = batch.last_offset
+    n = 0
+    with collector_paused():
+        for batch in iter_batches(data):
+            if not batch.is_control:
+                base = batch.base_offset
+                epoch, ts = batch.partition_leader_epoch, batch.max_timestamp
+                for rec, amv in zip(batch.records, metadata_records(batch), strict=True):
+                    delta.replay(amv, base + rec.offset_delta, epoch=epoch, timestamp_ms=ts)
+                    n += 1
+            if delta.last_offset is None or delta.last_offset < batch.last_offset:
+                # control batches (LeaderChange) move the offset on without records to replay
+                delta.last_offset = batch.last_offset
+    after_load(n)
 
 
 def _load_image(mlog: MetadataLog) -> MetadataDelta:
     delta = MetadataDelta(MetadataImage.EMPTY)
-    mlog.replay_into(delta)
+    with collector_paused():
+        n = mlog.replay_into(delta)
+    after_load(n)
     end = mlog.log_end_offset - 1
     if end >= 0 and (delta.last_offset is None or delta.last_offset < end):
         delta.last_offset = end

@@ -17,6 +17,7 @@ from broker.core.broker_state import BrokerState
 from broker.core.lifecycle import BrokerLifecycle
 from broker.core.partition_state import PartitionState, changed_partition_states, local_partition_states
 from broker.dataplane import DataPlane
+from broker.heap import after_load, collector_paused
 from broker.log_manager import LogManager
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.storage.metadata_version import JBOD_LEVEL
@@ -96,7 +97,9 @@ class BrokerMetadataPublisher:
         """The same states to both: where each log lives, then what each partition does."""
         self.log_manager.update_metadata(image)
         if full or states or deleted:
-            self.log_manager.publish(states, deleted, full=full)
+            with collector_paused():
+                self.log_manager.publish(states, deleted, full=full)
+            after_load(len(states))
         if self.dataplane is not None:
             self.dataplane.publish_soon(image, states, deleted, full=full)
 
