@@ -24,7 +24,12 @@ from broker.storage.dir_names import (
     stray_dir_name,
 )
 from broker.storage.log_dir import LogDir
-from kraftpy.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kraftpy.log.partition_metadata import (
+    PARTITION_METADATA_FILE,
+    read_partition_metadata,
+    read_partition_metadata_file,
+    write_partition_metadata,
+)
 from kraftpy.storage.atomic import fsync_dir
 from protocol.uuid import Uuid
 
@@ -50,7 +55,7 @@ def scan(log_dir: LogDir) -> list[FoundLog]:
         topic_id: Uuid | None = None
         if kind in (LogKind.LOG, LogKind.FUTURE):
             try:
-                topic_id = read_partition_metadata(os.path.join(root, entry.name))
+                topic_id = read_partition_metadata_file(f"{root}/{entry.name}/{PARTITION_METADATA_FILE}")
             except CorruptCheckpointError as e:
                 log.warning("unreadable partition.metadata, treating the log as stray", error=str(e))
         out.append(

@@ -99,7 +99,10 @@ def classify(found: Iterable[FoundLog]) -> Inventory:
     found = list(found)
     # A handful of dirs hold every log: name each dir once, not once per log.
     dir_names = {d: str(d) for d in {f.dir_id for f in found}}
-    for log in sorted(found, key=lambda f: (f.topic, f.partition, f.kind.value, dir_names[f.dir_id], f.name)):
+    kinds = {k: k.value for k in LogKind}
+    for log in sorted(
+        found, key=lambda f: (f.topic, f.partition, kinds[f.kind], dir_names[f.dir_id], f.name)
+    ):
         if log.kind is LogKind.DELETE:
             inv.to_delete.append(log)
             continue
@@ -109,7 +112,10 @@ def classify(found: Iterable[FoundLog]) -> Inventory:
         if log.topic_id is None and log.kind is not LogKind.LOG:
             inv.strays.append(log)
             continue
-        files = inv.partitions.setdefault(log.key, LocalFiles())
+        key = (log.topic, log.partition)
+        files = inv.partitions.get(key)
+        if files is None:
+            files = inv.partitions[key] = LocalFiles()
         if log.kind is LogKind.LOG:
             if files.current is not None and (files.current.topic_id is None) != (log.topic_id is None):
                 # One copy knows its topic id and the other lost it: the one without is the stray.

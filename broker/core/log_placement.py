@@ -113,6 +113,7 @@ class LogPlacement:
         self.published = False
         self._counts: Counter[Uuid] = Counter()
         self._dir_view: DirView | None = None
+        self._dir_order: list[Uuid] | None = None
         self.preferred: dict[tuple[str, int], Uuid] = {}
         """Kafka's preferredLogDirs: AlterReplicaLogDirs named a dir for a replica not hosted yet;
         a new replica this broker places itself goes there."""
@@ -195,10 +196,18 @@ class LogPlacement:
     def _local(self, tp: TopicIdPartition, plan: Plan) -> tuple[LocalFiles, bool]:
         """The partition's logs on disk, and whether the current one is adopted: it had lost its
         partition.metadata, and the metadata places a partition of that name here."""
-        files = self.inventory.partitions.get((tp.topic_name, tp.partition))
+        key = (tp.topic_name, tp.partition)
+        files = self.inventory.partitions.get(key)
         if files is None:
             return LocalFiles(), False
         adopted = False
+        current, future, tid = files.current, files.future, tp.topic_id
+        if (
+            not files.duplicates
+            and (current is None or current.topic_id == tid)
+            and (future is None or future.topic_id == tid)
+        ):
+            return files, False  # the usual case: nothing to adopt, nothing stray
         if any(f.topic_id is None for f in files.currents()):
             for f in files.currents():
                 if f.topic_id is None:
@@ -217,7 +226,7 @@ class LogPlacement:
                 # The topic was deleted and created again under the same name while we were away.
                 plan.strays.append(found)
                 self._forget(found)
-        return self.inventory.partitions.get((tp.topic_name, tp.partition)) or LocalFiles(), adopted
+        return self.inventory.partitions.get(key) or LocalFiles(), adopted
 
     def _path(self, found: FoundLog) -> str:
         return f"{self.paths.get(found.dir_id, found.dir_id)}/{found.name}"
@@ -335,8 +344,18 @@ class LogPlacement:
         for every new replica."""
         if len(self.online_dirs) <= 1:
             return choose_dir(self.counts_by_dir(), self.paths)
-        counts, paths = self._counts, self.paths
-        return min(self.online_dirs, key=lambda d: (counts[d], paths.get(d, ""), d))
+        if self._dir_order is None:
+            # choose_dir's tie-break order; the first dir with the fewest replicas wins
+            paths = self.paths
+            self._dir_order = sorted(self.online_dirs, key=lambda d: (paths.get(d, ""), d))
+        counts = self._counts
+        best, fewest = None, -1
+        for d in self._dir_order:
+            n = counts[d]
+            if best is None or n < fewest:
+                best, fewest = d, n
+        assert best is not None
+        return best
 
     def _set_unplaced(self, key: PartitionKey, unplaced: bool) -> None:
         if unplaced:
@@ -423,6 +442,7 @@ class LogPlacement:
         self.online_dirs.discard(dir_id)
         self.failed_dirs.add(dir_id)
         self._dir_view = None
+        self._dir_order = None
         lost: list[PlacedReplica] = []
         for r in self.replicas.values():
             if r.future == dir_id:
