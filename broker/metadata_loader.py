@@ -212,10 +212,13 @@ class MetadataLoader:
     async def _append(self, data: bytes) -> None:
         assert self._delta is not None
         delta = self._delta
-        await self.local.append_and_replay(data, delta)
-        self.image = delta.apply()
-        self._delta = delta.next_delta(self.image)
-        self.on_image(self.image, delta)
+        first, last = await self.local.append_and_replay(data, delta)
+        # The new image and what the broker derives from it: objects per changed partition
+        with collector_paused():
+            self.image = delta.apply()
+            self._delta = delta.next_delta(self.image)
+            self.on_image(self.image, delta)
+        after_load(last - first + 1)
 
     def _rebuilt(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()
