@@ -4,9 +4,9 @@ Starting with 100,000 replicas the broker replays hundreds of thousands of metad
 and classifies 100,000 partition dirs and builds the placement of every replica: millions of small
 objects, none of them in a reference cycle (reference counting frees them when replaced). Each full
 pass of the collector meanwhile walks every object alive, so on that heap the collector's passes
-cost as much as the work itself. Those steps run with the collector paused, and what is alive after
-a large one is frozen (`gc.freeze`): later passes no longer walk it, reference counting still frees
-it. What that costs: cyclic garbage alive at that moment is never collected; a few objects in flight
+cost as much as the work itself. Those steps run with the collector paused, and once they have
+loaded 10,000 records or replicas what is alive is frozen (`gc.freeze`): later passes no longer
+walk it, reference counting still frees it. What that costs: cyclic garbage alive at that moment is never collected; a few objects in flight
 on the loop.
 
 The collector's switch is process-wide and these steps run on the loop and on threads: a pause
@@ -20,7 +20,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 LARGE_LOAD = 10_000
-"""Records or replicas in one step from which the objects alive after it are frozen."""
+"""Records or replicas loaded since the last freeze from which the objects alive are frozen."""
+
+_loaded_since_freeze = 0
 
 
 @contextmanager
@@ -35,6 +37,9 @@ def collector_paused() -> Iterator[None]:
 
 
 def after_load(items: int) -> None:
-    """`items` records or replicas were loaded in one step."""
-    if items >= LARGE_LOAD:
+    """`items` records or replicas were loaded (in one step, or one chunk of many)."""
+    global _loaded_since_freeze
+    _loaded_since_freeze += items
+    if _loaded_since_freeze >= LARGE_LOAD:
+        _loaded_since_freeze = 0
         gc.freeze()

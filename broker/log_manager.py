@@ -37,6 +37,7 @@ from broker.core.assignments import AssignmentsManager
 from broker.core.local_logs import FoundLog
 from broker.core.log_placement import LogPlacement, Plan
 from broker.core.partition_state import PartitionState
+from broker.heap import after_load, collector_paused
 from broker.hosted_log import Flag, HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
@@ -315,17 +316,19 @@ class LogManager:
             )
             if done is None:
                 return
-            due: list[tuple[TopicIdPartition, Uuid]] = []
-            for tp in chunk:
-                key = (tp.topic_id, tp.partition)
-                self.placement.on_created(tp.topic_id, tp.partition, dir_id)
-                hp = self.partitions.get(key)
-                if hp is not None:
-                    hp.created.set()
-                report = reports.get(key)
-                if report is not None:
-                    due.append((tp, report))
-            self._report_all(due)
+            with collector_paused():
+                due: list[tuple[TopicIdPartition, Uuid]] = []
+                for tp in chunk:
+                    key = (tp.topic_id, tp.partition)
+                    self.placement.on_created(tp.topic_id, tp.partition, dir_id)
+                    hp = self.partitions.get(key)
+                    if hp is not None:
+                        hp.created.set()
+                    report = reports.get(key)
+                    if report is not None:
+                        due.append((tp, report))
+                self._report_all(due)
+            after_load(len(chunk))
             self.on_logs_changed(chunk)
             self.on_change()
 

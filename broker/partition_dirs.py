@@ -14,6 +14,7 @@ from pathlib import Path
 import structlog
 
 from broker.core.local_logs import FoundLog, LogKind
+from broker.heap import collector_paused
 from broker.storage import CorruptCheckpointError, InconsistentTopicIdError
 from broker.storage.dir_names import (
     DirKind,
@@ -79,6 +80,14 @@ def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -
     """
     done: list[tuple[str, int]] = []
     base = str(root)
+    with collector_paused():
+        _create_all(base, partitions, done)
+    if done:
+        fsync_dir(root)
+    return done
+
+
+def _create_all(base: str, partitions: Sequence[tuple[str, int, Uuid]], done: list[tuple[str, int]]) -> None:
     for topic, partition, topic_id in partitions:
         path = os.path.join(base, log_dir_name(TopicPartition(topic, partition)))
         try:
@@ -91,9 +100,6 @@ def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -
         elif stored != topic_id:
             raise InconsistentTopicIdError(Path(path), stored, topic_id)
         done.append((topic, partition))
-    if done:
-        fsync_dir(root)
-    return done
 
 
 def rename_stray(root: Path, name: str) -> str:
