@@ -24,7 +24,7 @@ from broker.dataplane.alter_partition import AlterPartitionManager
 from broker.dataplane.checkpoints import HighWatermarkCheckpoints
 from broker.dataplane.fetcher import ReplicaFetcherManager
 from broker.dataplane.host import DataPlaneHost
-from broker.dataplane.hosted_partition import HostedPartition, PartitionKey, now_ms
+from broker.dataplane.hosted_partition import HostedPartition, LeaderTail, PartitionKey, now_ms
 from broker.dataplane.metadata_response import min_insync_replicas
 from broker.dataplane.partition import Partition, Role
 from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
@@ -523,7 +523,7 @@ class ReplicaManager:
             if local is None:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"no local log for {hp.tp}")
             epoch = hp.state.leader_epoch
-            result: AppendResult = await local.log_dir.run(_append_as_leader, hp, local.log, records, epoch)
+            result, lso = await local.log_dir.run(_append_as_leader, hp, local.log, records, epoch)
         except LogDirOfflineError as e:
             outcome = self._storage_failure(hp, e)
             return AppendOutcome(
@@ -539,8 +539,11 @@ class ReplicaManager:
             return AppendOutcome(Errors.NONE, -1, hp.state.log_start_offset)
         self.topic_stats.produced(topic, len(records), result.last_offset - result.first_offset + 1)
         state = hp.state
-        if state.is_leader and state.leader_epoch == epoch and state.leader_appended(result.last_offset + 1):
-            self._complete_produces(hp)
+        if state.is_leader and state.leader_epoch == epoch:
+            if result.written is not None:
+                self._keep_tail(hp, result, epoch, lso)
+            if state.leader_appended(result.last_offset + 1):
+                self._complete_produces(hp)
         self.fetch_waiters.notify(hp.key)
         if acks != -1:
             return AppendOutcome(Errors.NONE, result.first_offset, state.log_start_offset)
@@ -554,6 +557,34 @@ class ReplicaManager:
         return AppendOutcome(
             code, result.first_offset if code is Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND else -1
         )
+
+    def _keep_tail(self, hp: HostedPartition, result: AppendResult, epoch: int, lso: int) -> None:
+        assert result.written is not None
+        tail = hp.tail
+        if tail is None or tail.epoch != epoch or tail.end != result.first_offset:
+            tail = hp.tail = LeaderTail(epoch, result.first_offset, result.first_offset, lso)
+        tail.add(
+            result.first_offset, result.written, result.last_offset + 1, lso, self.settings.fetch_max_bytes
+        )
+
+    def _tail_read(
+        self, hp: HostedPartition, fetch_offset: int, max_bytes: int, last_fetched_epoch: int
+    ) -> tuple[bytes, int] | None:
+        """A follower's read at the end of the leader's log, from memory: (records, log start
+        offset), or None when it needs the log. A follower whose last batch has the current leader
+        epoch cannot have diverged from the leader; the batches held were checked when appended."""
+        state = hp.state
+        if last_fetched_epoch != state.leader_epoch or hp.paused is not None:
+            return None
+        tail = hp.tail
+        if tail is None or tail.epoch != state.leader_epoch or tail.end != state.log_end_offset:
+            if fetch_offset == state.log_end_offset:
+                return b"", state.log_start_offset
+            return None
+        if fetch_offset < max(tail.log_start_offset, state.log_start_offset):
+            return None
+        records = tail.read(fetch_offset, max_bytes)
+        return None if records is None else (records, tail.log_start_offset)
 
     # ---- fetch ----------------------------------------------------------------------------------
 
@@ -586,15 +617,19 @@ class ReplicaManager:
             follower = replica_id >= 0
             if follower and replica_id not in state.followers:
                 raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"{replica_id} is not a replica of {hp.tp}")
-            result, diverging, lso = await local.log_dir.run(
-                _read_for_fetch,
-                local.log,
-                fetch_offset,
-                max_bytes,
-                None if follower else state.high_watermark,
-                last_fetched_epoch if follower else -1,
-                follower,
-            )
+            cached = self._tail_read(hp, fetch_offset, max_bytes, last_fetched_epoch) if follower else None
+            if cached is not None:
+                result, diverging, lso = ReadResult(cached[0], -1), None, cached[1]
+            else:
+                result, diverging, lso = await local.log_dir.run(
+                    _read_for_fetch,
+                    local.log,
+                    fetch_offset,
+                    max_bytes,
+                    None if follower else state.high_watermark,
+                    last_fetched_epoch if follower else -1,
+                    follower,
+                )
             if follower and local.log.unreadable is not None:
                 self._unreadable.add(hp.key)
         except LogDirOfflineError as e:
@@ -735,7 +770,7 @@ def _log_ends(log: PartitionLog) -> tuple[int, int]:
 
 def _append_as_leader(
     hp: HostedPartition, log: PartitionLog, records: bytes, leader_epoch: int
-) -> AppendResult:
+) -> tuple[AppendResult, int]:
     # Checked again here, in line with every other append to this log: a leader deposed while
     # this batch waited must not write it with its old epoch.
     if not hp.state.is_leader or hp.state.leader_epoch != leader_epoch:
@@ -747,7 +782,7 @@ def _append_as_leader(
     latest = log.latest_epoch
     if latest is not None and latest > leader_epoch:
         raise KafkaError(Errors.NOT_LEADER_OR_FOLLOWER, f"{hp.tp} moved to leader epoch {latest}")
-    return log.append_as_leader(records, leader_epoch)
+    return log.append_as_leader(records, leader_epoch), log.log_start_offset
 
 
 def _read_for_fetch(

@@ -29,7 +29,7 @@ import shutil
 import struct
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -79,6 +79,8 @@ class AppendResult:
     valid_bytes: int
     num_batches: int
     duplicate: bool = False
+    written: bytes | None = field(default=None, repr=False, compare=False)
+    """A leader append: the batch as written (its offsets and leader epoch set)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,8 +298,9 @@ class PartitionLog:
         _LEADER_EPOCH.pack_into(data, _LEADER_EPOCH_POS, leader_epoch)
         h = h._replace(base_offset=first, partition_leader_epoch=leader_epoch)
         self._maybe_assign_epoch(h)
-        self._write(data, [(0, h)], now)
-        return AppendResult(first, h.last_offset, h.max_timestamp, valid, 1)
+        written = bytes(data)
+        self._write(written, [(0, h)], now)
+        return AppendResult(first, h.last_offset, h.max_timestamp, valid, 1, written=written)
 
     def _validate_client_batch(self, records: bytes, h: BatchHeader) -> None:
         if h.base_offset != 0:

@@ -553,3 +553,43 @@ async def test_produces_and_reads_wait_for_a_transition_to_leader_under_way(tmp_
     finally:
         release.set()
         await dp.stop()
+
+
+def test_the_leader_tail_holds_whole_batches_up_to_its_limit() -> None:
+    from broker.dataplane.hosted_partition import LeaderTail
+
+    tail = LeaderTail(epoch=3, start=10, end=10, log_start_offset=0)
+    tail.add(10, b"a" * 40, 12, 0, limit=100)
+    tail.add(12, b"b" * 40, 15, 0, limit=100)
+    assert tail.read(10, 1000) == b"a" * 40 + b"b" * 40
+    assert tail.read(10, 50) == b"a" * 40  # whole batches only, the first one at least
+    assert tail.read(12, 1) == b"b" * 40
+    assert tail.read(15, 1000) == b""  # the log end
+    assert tail.read(11, 1000) is None and tail.read(9, 1000) is None and tail.read(16, 1000) is None
+    tail.add(15, b"c" * 40, 16, 0, limit=100)  # over the limit: the oldest batch goes
+    assert (tail.start, tail.size) == (12, 80) and tail.read(10, 1000) is None
+
+
+async def test_follower_fetches_at_the_log_end_read_what_the_log_holds(plane: tuple[DataPlane, Host]) -> None:
+    """A follower fetching at the end of the leader's log, at the leader's epoch, is answered from
+    the batches the leader just appended, and gets the same bytes and high watermark as from disk."""
+    dp, host = plane
+    first = asyncio.create_task(produce(dp, batch([b"a", b"b"])))
+    await asyncio.sleep(0.05)
+    tail = dp.replicas.partitions[(TOPIC_ID, 0)].tail
+    assert tail is not None and (tail.start, tail.end) == (0, 2)
+    from_memory = await fetch(dp, 0, replica=2, epoch=0, last_epoch=0)
+    on_disk = host.logs[0].log.read(0, 1 << 20).records
+    assert from_memory.ErrorCode == 0 and from_memory.Records == on_disk
+    await fetch(dp, 2, replica=2, epoch=0, last_epoch=0)
+    await fetch(dp, 2, replica=3, epoch=0, last_epoch=0)
+    assert (await asyncio.wait_for(first, 5)).ErrorCode == 0
+    second = asyncio.create_task(produce(dp, batch([b"c"])))
+    waiting = await fetch(dp, 2, replica=2, epoch=0, last_epoch=0, wait_ms=5000)  # woken by the append
+    assert [r.value for r in read_records("t", 0, waiting.Records, 2)] == [b"c"]
+    assert waiting.Records == host.logs[0].log.read(2, 1 << 20).records
+    await fetch(dp, 3, replica=2, epoch=0, last_epoch=0)
+    done = await fetch(dp, 3, replica=3, epoch=0, last_epoch=0)
+    assert (await asyncio.wait_for(second, 5)).ErrorCode == 0 and done.HighWatermark == 3
+    stale = await fetch(dp, 0, replica=3, epoch=0, last_epoch=-1)  # from the log itself
+    assert stale.Records == host.logs[0].log.read(0, 1 << 20).records
