@@ -14,6 +14,10 @@ One run does both measurements on the same filesystems:
    of 1 KiB. Latency is per record, from `send` to its acknowledgement (queueing in the producer
    included, as in kafka-producer-perf-test). The goal: librdkafka with 1 KiB records at half the ceiling.
 
+Beside MB/s, each run prints the brokers' CPU time per MB acknowledged (all three brokers, warm-up
+included): what the brokers spend per byte, which other load on a shared machine moves far less
+than it moves MB/s.
+
 Log dirs are loop-device ext4 filesystems when run as root with losetup and mkfs.ext4; otherwise
 (or with --plain) plain directories in a temp dir, and the output says so. Brokers do not fsync
 appends (Kafka's default: durability comes from replication), so the ratio can exceed 1.
@@ -30,6 +34,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -79,6 +84,19 @@ def raw_append_fsync(paths: list[Path], batch_bytes: int, seconds: float) -> tup
     return per_fs * batch_bytes / (1024 * 1024), per_fs
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used (Linux /proc), 0 for one that is gone."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
 GOAL_RATIO = 0.5  # librdkafka, 1 KiB records: produce MB/s over the ceiling
 
 
@@ -101,6 +119,21 @@ def produce_librdkafka(
     """confluent-kafka's producer (librdkafka), driven as kafka-producer-perf-test drives Kafka's."""
     from confluent_kafka import Producer as RdProducer
 
+    stats = ProduceStats(target=records, record_size=size)
+    counting = False
+
+    def delivered(err: object, msg: Any) -> None:
+        # One callback for every record, timed by librdkafka (produce() to acknowledgement): this
+        # process shares the machine with the brokers, so it makes no closure or clock call per record.
+        if not counting:
+            return
+        if err is not None:
+            stats.failed += 1
+            stats.first_error = stats.first_error or str(err)
+        else:
+            stats.acked += 1
+            stats.latencies_ms.append(msg.latency() * 1000)
+
     p = RdProducer(
         {
             "bootstrap.servers": bootstrap,
@@ -110,30 +143,19 @@ def produce_librdkafka(
             "batch.size": args.batch_size,
             "queue.buffering.max.messages": 1_000_000,
             "queue.buffering.max.kbytes": 1_048_576,
+            "on_delivery": delivered,
         }
     )
     payload = os.urandom(size)
     for _ in range(min(5000, records)):  # warm-up: connections, producer id, metadata
         p.produce(topic, payload)
     p.flush(60)
-    stats = ProduceStats(target=records, record_size=size)
-
-    def done(sent_at: float) -> object:
-        def cb(err: object, _msg: object) -> None:
-            if err is not None:
-                stats.failed += 1
-                stats.first_error = stats.first_error or str(err)
-            else:
-                stats.acked += 1
-                stats.latencies_ms.append((time.monotonic() - sent_at) * 1000)
-
-        return cb
-
+    counting = True
     stats.started = time.monotonic()
     for i in range(records):
         while True:
             try:
-                p.produce(topic, payload, on_delivery=done(time.monotonic()))
+                p.produce(topic, payload)
                 stats.sent += 1
                 break
             except BufferError:
@@ -238,18 +260,24 @@ def main() -> int:
 
         cluster = ProcessCluster.build_quick(work, procs, dirs, kafka=True)
         cluster.start()
-        runs: list[tuple[str, int, ProduceStats]] = []
+        runs: list[tuple[str, int, ProduceStats, float]] = []
+        broker_pids = [b.proc.pid for b in cluster.brokers.values() if b.proc is not None]
         for size in sizes:
             count = args.records if size <= 100 else max(1, args.records // 4)
             for client in clients:
                 topic = f"bench-{client}-{size}"
                 print(f"{client}: {count:,} records of {size} B", flush=True)
                 if client == "kraftpy":
+                    cpu = cpu_seconds(broker_pids)
                     stats = asyncio.run(produce(cluster.bootstrap, args, topic, count, size))
                 else:
                     asyncio.run(create_topic(cluster.bootstrap, topic, args.partitions))
+                    cpu = cpu_seconds(broker_pids)
                     stats = produce_librdkafka(cluster.kafka_bootstrap, topic, count, size, args)
-                runs.append((client, size, stats))
+                # The brokers' CPU per MB produced (warm-up included): what they do per byte, which
+                # the machine's other load does not change as much as it changes MB/s.
+                cpu = cpu_seconds(broker_pids) - cpu
+                runs.append((client, size, stats, cpu))
     finally:
         procs.stop_all()
         if disk_set is not None:
@@ -263,15 +291,18 @@ def main() -> int:
         f"({where.split(' (')[0]})"
     )
     print(
-        f"  {'client':<11} {'record':>7} {'MB/s':>8} {'records/s':>11} {'p50 ms':>7} {'p99 ms':>7} {'ratio':>7}  goal"
+        f"  {'client':<11} {'record':>7} {'MB/s':>8} {'records/s':>11} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'brokers CPU ms/MB':>17} {'ratio':>7}  goal"
     )
     failed = 0
-    for client, size, stats in runs:
+    for client, size, stats, cpu in runs:
         ratio = stats.mb_per_sec / ceiling_mb if ceiling_mb > 0 else float("nan")
         goal = f">= {GOAL_RATIO}" if client == "librdkafka" and size >= 1024 else ""
+        mb = stats.acked * size / (1024 * 1024)
         print(
             f"  {client:<11} {size:>5} B {stats.mb_per_sec:8.2f} {stats.records_per_sec:11,.0f} "
-            f"{stats.percentile(0.5):7.1f} {stats.percentile(0.99):7.1f} {ratio:7.3f}  {goal}"
+            f"{stats.percentile(0.5):7.1f} {stats.percentile(0.99):7.1f} "
+            f"{cpu * 1000 / mb if mb else float('nan'):17.1f} {ratio:7.3f}  {goal}"
         )
         if stats.failed:
             print(f"    {stats.failed} records failed: {stats.first_error}")
