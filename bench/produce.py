@@ -258,7 +258,9 @@ def main() -> int:
             flush=True,
         )
 
-        cluster = ProcessCluster.build_quick(work, procs, dirs, kafka=True)
+        # Kafka's default broker settings: the quick-failover timings of the failover tests (a dir probe
+        # every 200 ms, HW checkpoints every second) put fsyncs in front of appends on every dir's thread.
+        cluster = ProcessCluster.build(work, procs, controller_id=100, log_dirs=dirs, kafka=True)
         cluster.start()
         runs: list[tuple[str, int, ProduceStats, float]] = []
         broker_pids = [b.proc.pid for b in cluster.brokers.values() if b.proc is not None]
