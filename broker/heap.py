@@ -37,7 +37,9 @@ def collector_paused() -> Iterator[None]:
 
 
 def after_load(items: int) -> None:
-    """`items` records or replicas were loaded (in one step, or one chunk of many)."""
+    """`items` records or replicas were loaded (in one step, or one chunk of many). Called before
+    the pause ends: frozen then, the new objects are never walked, not even by the young
+    generation's pass that turning the collector back on would start."""
     global _loaded_since_freeze
     _loaded_since_freeze += items
     if _loaded_since_freeze >= LARGE_LOAD:

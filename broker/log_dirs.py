@@ -54,7 +54,7 @@ async def take_inventory(log_dirs: dict[Uuid, LogDir]) -> Inventory:
         results = await asyncio.gather(*(one(ld) for ld in log_dirs.values()))
         found = [f for per_dir in results for f in per_dir]
         inventory = classify(found)
-    after_load(len(found))
+        after_load(len(found))
     for f in inventory.to_delete:
         ld = log_dirs.get(f.dir_id)
         if ld is not None and ld.online:

@@ -328,7 +328,7 @@ class LogManager:
                     if report is not None:
                         due.append((tp, report))
                 self._report_all(due)
-            after_load(len(chunk))
+                after_load(len(chunk))
             self.on_logs_changed(chunk)
             self.on_change()
 

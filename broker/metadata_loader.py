@@ -68,14 +68,14 @@ def _replay(data: bytes, delta: MetadataDelta) -> None:
             if delta.last_offset is None or delta.last_offset < batch.last_offset:
                 # control batches (LeaderChange) move the offset on without records to replay
                 delta.last_offset = batch.last_offset
-    after_load(n)
+        after_load(n)
 
 
 def _load_image(mlog: MetadataLog) -> MetadataDelta:
     delta = MetadataDelta(MetadataImage.EMPTY)
     with collector_paused():
         n = mlog.replay_into(delta)
-    after_load(n)
+        after_load(n)
     end = mlog.log_end_offset - 1
     if end >= 0 and (delta.last_offset is None or delta.last_offset < end):
         delta.last_offset = end
@@ -218,7 +218,7 @@ class MetadataLoader:
             self.image = delta.apply()
             self._delta = delta.next_delta(self.image)
             self.on_image(self.image, delta)
-        after_load(last - first + 1)
+            after_load(last - first + 1)
 
     def _rebuilt(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()

@@ -84,7 +84,9 @@ class BrokerMetadataPublisher:
         self.published = True
         image = self._image()
         log.info("publishing the first metadata image to the replica manager", metadata_offset=image.offset)
-        self._publish(image, local_partition_states(image, self.broker_id), (), full=True)
+        with collector_paused():
+            states = local_partition_states(image, self.broker_id)
+        self._publish(image, states, (), full=True)
 
     def _publish(
         self,
@@ -99,7 +101,7 @@ class BrokerMetadataPublisher:
         if full or states or deleted:
             with collector_paused():
                 self.log_manager.publish(states, deleted, full=full)
-            after_load(len(states))
+                after_load(len(states))
         if self.dataplane is not None:
             self.dataplane.publish_soon(image, states, deleted, full=full)
 
