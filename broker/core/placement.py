@@ -33,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from protocol.uuid import LOST, MIGRATING, UNASSIGNED, Uuid
 
@@ -61,16 +62,15 @@ class DirView:
     """More than one entry in log.dirs."""
 
 
-@dataclass(frozen=True)
-class LocalReplica:
-    """Where the broker found a partition's logs, among its online dirs."""
+class LocalReplica(NamedTuple):
+    """Where the broker found a partition's logs, among its online dirs (a tuple: one is made per
+    replica at every start)."""
 
     current: Uuid | None = None
     future: Uuid | None = None
 
 
-@dataclass(frozen=True)
-class ReplicaDecision:
+class ReplicaDecision(NamedTuple):
     location: Uuid | None
     """The dir the replica lives in (or will, once created): PICK for "choose one"; None: offline."""
     create: bool = False
