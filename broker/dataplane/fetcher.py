@@ -102,6 +102,9 @@ class ReplicaFetcher:
         self.partitions: dict[PartitionKey, FetchState] = {}
         self.corrupt: dict[PartitionKey, str] = corrupt if corrupt is not None else {}
         self._changed = asyncio.Event()
+        self._joined = asyncio.Event()
+        """A partition was added, or one delayed briefly is due: a fetch the leader holds (a long
+        poll over the others) is given up, so that it does not wait up to replica.fetch.wait.max.ms."""
         self._task: asyncio.Task[None] | None = None
         self._client: RpcClient | None = None
         self._client_url: str | None = None
@@ -109,6 +112,7 @@ class ReplicaFetcher:
     def add(self, hp: HostedPartition, leader_epoch: int) -> None:
         self.partitions[hp.key] = FetchState(hp, leader_epoch)
         self._changed.set()
+        self._joined.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name=f"replica-fetcher-{self.source_id}")
 
@@ -179,8 +183,11 @@ class ReplicaFetcher:
                 self._delay(ready, backoff_ms)
                 continue
             req = self._build_request(ready)
+            self._joined.clear()
             try:
-                resp: FetchResponse = await self._client_for(url).call("Fetch", req, FETCH_VERSION)
+                resp = await self._fetch_unless_joined(url, req)
+                if resp is None:
+                    continue  # asked again at once, with the partition that joined
             except KafkaError as e:
                 log.info("fetch from leader failed", leader=self.source_id, error=str(e))
                 self._delay(ready, backoff_ms)
@@ -200,6 +207,23 @@ class ReplicaFetcher:
         if self._client is not None:
             await self._client.close()
             self._client = None
+
+    async def _fetch_unless_joined(self, url: str, req: FetchRequest) -> FetchResponse | None:
+        """The leader's answer, or None when a partition joined first (the fetch is dropped: what
+        it carried is asked for again)."""
+        call = asyncio.ensure_future(self._client_for(url).call("Fetch", req, FETCH_VERSION))
+        joined = asyncio.ensure_future(self._joined.wait())
+        try:
+            await asyncio.wait((call, joined), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            joined.cancel()
+            if not call.done():
+                call.cancel()
+                await asyncio.gather(call, return_exceptions=True)
+        if call.cancelled():
+            return None
+        resp: FetchResponse = call.result()
+        return resp
 
     def _delay(self, states: list[FetchState], ms: int) -> None:
         until = now_ms() + ms
@@ -270,6 +294,9 @@ class ReplicaFetcher:
                 await self._out_of_range(fs, pd)
             elif code is Errors.UNKNOWN_LEADER_EPOCH:
                 self._delay([fs], UNKNOWN_LEADER_EPOCH_BACKOFF_MS)
+                asyncio.get_running_loop().call_later(
+                    UNKNOWN_LEADER_EPOCH_BACKOFF_MS / 1000, self._joined.set
+                )
             else:
                 if code is not Errors.NOT_LEADER_OR_FOLLOWER and code is not fs.last_error:
                     # The leader's disk failing under the partition is worth a warning; the

@@ -63,3 +63,55 @@ def test_a_replica_manager_takes_the_client_context_of_its_brokers_listener(tmp_
     plain = KafkaConfig.from_properties({"log.dirs": str(tmp_path), "listeners": "RPC://127.0.0.1:9192"})
     assert _peer_ssl(plain, "RPC") is None
     assert _peer_ssl(object(), "RPC") is None
+
+
+async def test_a_partition_that_joins_does_not_wait_for_the_long_poll_of_the_others() -> None:
+    """The leader holds a fetch while none of its partitions has data (up to replica.fetch.wait.max.ms);
+    a partition added meanwhile (a new leader after a failover) is fetched at once, with the others."""
+    import asyncio
+
+    from broker.dataplane.hosted_partition import HostedPartition
+    from broker.dataplane.partition import Partition
+    from kraftpy.image import TopicIdPartition
+    from protocol.rpc.broker_fetch import FetchResponse
+
+    asked: list[set[int]] = []
+    second = asyncio.Event()
+
+    class Leader:
+        async def call(self, api: str, req: object, version: int | None = None, **_: object) -> FetchResponse:
+            parts = {p.Partition for t in req.Topics for p in t.Partitions}  # type: ignore[attr-defined]
+            asked.append(parts)
+            if len(asked) == 1:
+                await asyncio.sleep(30)  # the long poll: nothing new for partition 0
+            second.set()
+            await asyncio.sleep(30)
+            return FetchResponse()
+
+        async def close(self) -> None:
+            pass
+
+    host = manager(0, None)
+    host.broker_epoch = 1
+
+    async def on_local_dir(hp: object, fn: object, *args: object) -> tuple[int, int]:
+        return 0, -1
+
+    host.on_local_dir = on_local_dir
+    fetcher = ReplicaFetcher(host, 2)  # type: ignore[arg-type]
+    fetcher._client_for = lambda url: Leader()  # type: ignore[assignment,method-assign,return-value]
+    topic = Uuid.random()
+
+    def hosted(p: int) -> HostedPartition:
+        tp = TopicIdPartition(topic, "t", p)
+        return HostedPartition(tp, Partition(tp, 1), local=SimpleNamespace(log=None))  # type: ignore[arg-type]
+
+    try:
+        fetcher.add(hosted(0), 3)
+        while not asked:
+            await asyncio.sleep(0.01)
+        fetcher.add(hosted(1), 3)
+        await asyncio.wait_for(second.wait(), 5)
+        assert asked == [{0}, {0, 1}]
+    finally:
+        await fetcher.stop()
