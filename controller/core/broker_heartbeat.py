@@ -104,24 +104,33 @@ class BrokerHeartbeatManager:
 
     def stalest(self, unfenced: Iterable[int], now_ms: int) -> int | None:
         """The unfenced broker heard from longest ago whose session has expired, if any."""
-        best: BrokerHeartbeatState | None = None
+        # A scan of every unfenced broker, four times a second: no call or tuple per broker
+        # (10,000 brokers took 10 ms a scan that way).
+        states = self._brokers
+        best_id = -1
+        best_ms = 0
         for broker_id in unfenced:
-            state = self.track(broker_id)
-            if best is None or (state.last_contact_ms, state.broker_id) < (
-                best.last_contact_ms,
-                best.broker_id,
-            ):
-                best = state
-        if best is None or best.last_contact_ms + self.session_timeout_ms >= now_ms:
+            state = states.get(broker_id)
+            if state is None:
+                state = self.track(broker_id)
+            ms = state.last_contact_ms
+            if best_id < 0 or ms < best_ms or (ms == best_ms and broker_id < best_id):
+                best_id, best_ms = broker_id, ms
+        if best_id < 0 or best_ms + self.session_timeout_ms >= now_ms:
             return None
-        return best.broker_id
+        return best_id
 
     def next_expiry_ms(self, unfenced: Iterable[int]) -> int | None:
         """When the first of these sessions runs out (the shell's timer for the staleness check)."""
-        contacts = [self.track(b).last_contact_ms for b in unfenced]
-        if not contacts:
-            return None
-        return min(contacts) + self.session_timeout_ms + 1
+        states = self._brokers
+        earliest: int | None = None
+        for broker_id in unfenced:
+            state = states.get(broker_id)
+            if state is None:
+                state = self.track(broker_id)
+            if earliest is None or state.last_contact_ms < earliest:
+                earliest = state.last_contact_ms
+        return None if earliest is None else earliest + self.session_timeout_ms + 1
 
     def lowest_active_offset(self, active: Iterable[int]) -> int:
         """The lowest metadata offset reported by the active (unfenced, not shutting down) brokers."""
