@@ -18,6 +18,10 @@ process until this script sees it running), AssignReplicasToDirs requests and
 bytes sent (msgpack bodies), beside what one request per replica and one request listing every
 replica (KIP-589's design) would have cost, in msgpack and in Kafka's binary encoding.
 
+The cold and warm figures are printed beside the goals (cold start <= 10 s, warm restart <= 5 s, at
+100,000 replicas; a smaller run gets a linear projection, which its fixed costs inflate).
+`--profile DIR` samples the broker and the controller with py-spy during the cold and warm starts.
+
 The broker runs with `--control-plane-only` (no Produce/Fetch/replication) unless `--with-dataplane`
 is given: the figures are about registration, placement and fencing. The log dirs live on tmpfs when run as root (one mount, removed at the end), so the figures measure
 the protocol and the broker, not this machine's disk; `--disk` picks plain dirs instead.
