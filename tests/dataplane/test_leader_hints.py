@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from protocol.errors import Errors
+from protocol.errors import Errors, KafkaError
 from protocol.rpc.current_leader import LeaderIdAndEpoch
 from protocol.rpc.metadata import MetadataResponse
 from protocol.rpc.produce import ProduceResponse
@@ -65,12 +65,22 @@ class _Broker:
         return self.answer()
 
 
-class _Pool:
-    def __init__(self, brokers: dict[str, _Broker]) -> None:
-        self.brokers = brokers
+class _Unreachable:
+    def __init__(self, calls: list[tuple[str, str]]) -> None:
+        self.calls = calls
 
-    def get(self, url: str) -> _Broker:
-        return self.brokers[url]
+    async def call(self, api: str, req: Any, version: int | None = None, **_: Any) -> Any:
+        self.calls.append((api, "bootstrap"))
+        raise KafkaError(Errors.NETWORK_EXCEPTION, "not in this test")
+
+
+class _Pool:
+    def __init__(self, brokers: dict[str, _Broker], calls: list[tuple[str, str]]) -> None:
+        self.brokers = brokers
+        self.calls = calls
+
+    def get(self, url: str) -> _Broker | _Unreachable:
+        return self.brokers.get(url) or _Unreachable(self.calls)
 
     async def close(self) -> None:
         pass
@@ -105,11 +115,17 @@ async def _producer(
     p = Producer("127.0.0.1:1", enable_idempotence=False, linger_ms=0, retry_backoff_ms=100)
     md = _metadata()
     p.metadata = md
+    answers = [first_answer]
+
+    def h1() -> ProduceResponse:
+        return answers.pop(0)(md) if answers else _answer(Errors.NONE)
+
     p.pool = md.pool = _Pool(  # type: ignore[assignment]
         {
-            "http://h1:1": _Broker("h1", calls, lambda: first_answer(md)),
+            "http://h1:1": _Broker("h1", calls, h1),
             "http://h2:2": _Broker("h2", calls, lambda: _answer(Errors.NONE)),
-        }
+        },
+        calls,
     )
     p._started = True
     return p, calls
@@ -137,4 +153,15 @@ async def test_the_producer_skips_the_backoff_when_its_metadata_moved_the_leader
     assert (await fut).offset == 7
     assert calls == [("Produce", "h1"), ("Produce", "h2")]
     assert p.stats["retries"] == 1 and p.stats["leader_hints"] == 0
+    await p.close()
+
+
+async def test_a_leader_whose_metadata_is_behind_is_asked_again_without_a_metadata_request() -> None:
+    """The broker the client's metadata names leader (epoch 4) has not heard of it yet and points to
+    the leader of epoch 3: it is catching up, so the batch goes to it again shortly."""
+    p, calls = await _producer(lambda _md: _answer(Errors.NOT_LEADER_OR_FOLLOWER, (2, 3)))
+    fut = await p.send("t", b"v", partition=0)
+    assert (await fut).offset == 7
+    assert calls == [("Produce", "h1"), ("Produce", "h1")]
+    assert p.metadata.partition("t", 0).leader == 1  # an older hint moves nothing
     await p.close()

@@ -93,6 +93,8 @@ class _Batch:
     """The last answer named the partition's new leader (KIP-951): no backoff, no Metadata request."""
     sent_epoch: int = -1
     """The leader epoch the metadata gave when the batch was last sent."""
+    behind: int = 0
+    """Answers in a row from a leader whose metadata was older than ours (its hint named an older epoch)."""
 
 
 DeliveryCallback = Callable[[RecordMetadata | None, KafkaError | None], None]
@@ -379,6 +381,14 @@ class Producer:
                 if batch.resend_now:
                     batch.resend_now = False
                     self.stats["leader_hints"] += 1
+                elif (
+                    0 < batch.behind <= LAGGING_LEADER_RETRIES
+                    and self._leader_epoch(batch) <= batch.sent_epoch
+                ):
+                    # The broker our metadata names leader has not heard it is one yet (a produce
+                    # carries no leader epoch for it to answer UNKNOWN_LEADER_EPOCH): it is catching
+                    # up, so ask it again shortly rather than back off and ask for Metadata.
+                    await asyncio.sleep(LAGGING_LEADER_RETRY_MS / 1000)
                 elif self._leader_epoch(batch) <= batch.sent_epoch:
                     # As Kafka's producer: back off unless the partition has a new leader since the
                     # batch was sent (another batch's answer or refresh may have brought it).
@@ -417,7 +427,10 @@ class Producer:
             code, base_offset, message, hint = _partition_result(resp, batch)
             if _TRACE is not None and (code is not Errors.NONE or batch.attempts > 1):
                 _trace(batch, sent_ms, url, code, hint)
-            if hint is not None and code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH):
+            moved = hint is not None and code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+            lagging = moved and 0 <= hint.LeaderEpoch < batch.sent_epoch
+            batch.behind = batch.behind + 1 if lagging else 0
+            if moved:
                 batch.resend_now = self.metadata.apply_leader_hint(
                     batch.topic, batch.partition, hint.LeaderId, hint.LeaderEpoch, resp.NodeEndpoints
                 )
@@ -562,6 +575,11 @@ def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int
                 return as_error(p.ErrorCode), p.BaseOffset, p.ErrorMessage, p.CurrentLeader
     return Errors.UNKNOWN_SERVER_ERROR, -1, "the broker's answer did not name the partition", None
 
+
+LAGGING_LEADER_RETRY_MS = 20
+LAGGING_LEADER_RETRIES = 5
+"""A leader whose metadata is behind ours is asked again every 20 ms, 5 times at most, before the
+usual backoff: brokers' metadata is normally tens of ms apart."""
 
 TRACE_ENV = "KRAFTPY_PRODUCE_TRACE"
 _TRACE = os.environ.get(TRACE_ENV) or None
