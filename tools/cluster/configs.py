@@ -121,9 +121,6 @@ def with_extra(props: dict[str, str], extra: Mapping[str, object] | None) -> dic
     return props
 
 
-SESSION_TIMEOUT = "broker.session.timeout.ms"
-
-
 def quorum_voters(nodes: Sequence[NodePlan]) -> str:
     """controller.quorum.voters naming every controller of the plan."""
     return voters_string({n.node_id: n.bootstrap for n in nodes if n.role == "controller"})
@@ -138,12 +135,6 @@ def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dic
         host=node.host,
     )
     props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT"
-    # The active controller is what fences a broker after broker.session.timeout.ms; a broker's copy
-    # only says when it gives up on its own, so the controllers take the brokers' value unless told
-    # otherwise (else the brokers' 3 s would meet Kafka's 9 s default on the controllers).
-    session = spec.broker_config.get(SESSION_TIMEOUT)
-    if session is not None:
-        props[SESSION_TIMEOUT] = str(session)
     props.update(spec.controller_config)
     return props
 
