@@ -165,6 +165,9 @@ class ReplicaFetcher:
         backoff_ms = self.manager.settings.fetch_backoff_ms
         while self.partitions:
             now = now_ms()
+            # Cleared before `ready` is read: a partition added while this fetch is prepared (its
+            # first position is read on the dir's thread) is not in it, and must not wait for it.
+            self._joined.clear()
             ready = [fs for fs in self.partitions.values() if fs.delayed_until_ms <= now]
             if not ready:
                 wake = min(fs.delayed_until_ms for fs in self.partitions.values())
@@ -183,7 +186,6 @@ class ReplicaFetcher:
                 self._delay(ready, backoff_ms)
                 continue
             req = self._build_request(ready)
-            self._joined.clear()
             try:
                 resp = await self._fetch_unless_joined(url, req)
                 if resp is None:
