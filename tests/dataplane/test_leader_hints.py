@@ -4,6 +4,7 @@ its metadata learnt while the batch was out."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -108,6 +109,11 @@ def _answer(code: Errors, hint: tuple[int, int] | None = None) -> ProduceRespons
     )
 
 
+async def settled(fut: Any) -> Any:
+    """The batch's result; a regression that retries forever fails here instead of hanging the run."""
+    return await asyncio.wait_for(fut, 30)
+
+
 async def _producer(
     first_answer: Callable[[ClusterMetadata], ProduceResponse],
 ) -> tuple[Producer, list[tuple[str, str]]]:
@@ -134,7 +140,7 @@ async def _producer(
 async def test_the_producer_resends_at_once_to_the_leader_an_answer_names() -> None:
     p, calls = await _producer(lambda _md: _answer(Errors.NOT_LEADER_OR_FOLLOWER, (2, 5)))
     fut = await p.send("t", b"v", partition=0)
-    assert (await fut).offset == 7
+    assert (await settled(fut)).offset == 7
     assert calls == [("Produce", "h1"), ("Produce", "h2")]  # no Metadata request in between
     assert p.stats["leader_hints"] == 1
     await p.close()
@@ -150,7 +156,7 @@ async def test_the_producer_skips_the_backoff_when_its_metadata_moved_the_leader
 
     p, calls = await _producer(moved_meanwhile)
     fut = await p.send("t", b"v", partition=0)
-    assert (await fut).offset == 7
+    assert (await settled(fut)).offset == 7
     assert calls == [("Produce", "h1"), ("Produce", "h2")]
     assert p.stats["retries"] == 1 and p.stats["leader_hints"] == 0
     await p.close()
@@ -161,7 +167,7 @@ async def test_a_leader_whose_metadata_is_behind_is_asked_again_without_a_metada
     the leader of epoch 3: it is catching up, so the batch goes to it again shortly."""
     p, calls = await _producer(lambda _md: _answer(Errors.NOT_LEADER_OR_FOLLOWER, (2, 3)))
     fut = await p.send("t", b"v", partition=0)
-    assert (await fut).offset == 7
+    assert (await settled(fut)).offset == 7
     assert calls == [("Produce", "h1"), ("Produce", "h1")]
     assert p.metadata.partition("t", 0).leader == 1  # an older hint moves nothing
     await p.close()
