@@ -22,7 +22,6 @@ listener, the peer's host and the principal the caller's `principal_of` made of 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import inspect
 import json
@@ -30,10 +29,10 @@ import ssl
 import time
 from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, cast
 
 import structlog
-from aiohttp import web
+from aiohttp import hdrs, web
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -52,8 +51,6 @@ from protocol.rpc.message import Encoding
 from protocol.transport.connection_quotas import ConnectionQuotas
 from protocol.transport.context import ANONYMOUS_PRINCIPAL, REQUEST_CONTEXT, RequestContext
 from protocol.transport.offload import collector_paused, run_large
-
-T = TypeVar("T")
 
 Handler = Callable[[Any, int], Awaitable[RpcMessage]]
 """`async handler(request_model, api_version) -> response_model`."""
@@ -137,6 +134,32 @@ class _RpcMetrics:
             "The longest event-loop stall since the process started",
             registry=registry,
         )
+        self._by_api: dict[str, _ApiMetrics] = {}
+
+    def of(self, api: str) -> _ApiMetrics:
+        """The series of one API label; a `labels()` lookup costs more than the rest of the
+        bookkeeping, so each is looked up once."""
+        found = self._by_api.get(api)
+        if found is None:
+            found = self._by_api[api] = _ApiMetrics(self, api)
+        return found
+
+
+class _ApiMetrics:
+    __slots__ = ("_errors", "_family", "_label", "latency", "requests")
+
+    def __init__(self, family: _RpcMetrics, api: str) -> None:
+        self._family = family.errors
+        self._label = api
+        self.requests = family.requests.labels(api)
+        self.latency = family.latency.labels(api)
+        self._errors: dict[Errors, Any] = {}
+
+    def errors(self, code: Errors) -> Any:
+        child = self._errors.get(code)
+        if child is None:
+            child = self._errors[code] = self._family.labels(self._label, code.name)
+        return child
 
 
 def create_app(
@@ -244,23 +267,15 @@ def _error_body(code: Errors, message: str) -> dict[str, Any]:
 
 
 def _reply(
-    obj: Any, encoding: Encoding, status: int = 200, headers: Mapping[str, str] | None = None
+    obj: Any, encoding: Encoding, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
-    """`obj` (a wire dict, or bytes already encoded) as the response body."""
+    """`obj` (a wire dict, or bytes already encoded) as the response body; `headers` is taken over."""
+    if headers is None:
+        headers = {}
+    headers[hdrs.CONTENT_TYPE] = codec.CONTENT_TYPES[encoding]
     return web.Response(
-        body=obj if isinstance(obj, bytes) else codec.encode(obj, encoding),
-        status=status,
-        content_type=codec.CONTENT_TYPES[encoding],
-        headers=headers,
+        body=obj if isinstance(obj, bytes) else codec.encode(obj, encoding), status=status, headers=headers
     )
-
-
-async def _run(off_loop: bool, fn: Callable[..., T], *args: Any) -> T:
-    """`fn(*args)`, on a worker thread when `off_loop`, where the GIL still hands the loop its turn
-    every few milliseconds; used for the bodies of large requests and their answers."""
-    if off_loop:
-        return await run_large(fn, *args)
-    return fn(*args)
 
 
 def _header_safe(text: str) -> str:
@@ -269,24 +284,33 @@ def _header_safe(text: str) -> str:
     return flat.encode("latin-1", "replace").decode("latin-1")[:1000]
 
 
+def _body_encoding(request: web.Request) -> Encoding | None:
+    raw = request.headers.get(hdrs.CONTENT_TYPE)
+    # The header as clients send it is found without parsing it.
+    found = _BY_HEADER.get(raw) if raw is not None else None
+    return found if found is not None else codec.encoding_for(raw)
+
+
+_BY_HEADER: dict[str, Encoding] = {mime: enc for enc, mime in codec.CONTENT_TYPES.items()}
+
+
 async def _rpc(request: web.Request) -> web.Response:
     app = request.app
     api = request.match_info["api"]
-    metrics: _RpcMetrics = app[METRICS]
     start = time.perf_counter()
-    encoding = codec.encoding_for(request.content_type) or "json"
+    declared = _body_encoding(request)
     outcome = Errors.NONE
     # aiohttp runs each request in its own task, so the context is this request's alone.
     token = REQUEST_CONTEXT.set(_request_context(request))
     try:
-        response, outcome = await _serve(request, api, encoding)
+        response, outcome = await _serve(request, api, declared)
         return response
     finally:
         REQUEST_CONTEXT.reset(token)
-        label = api if api in app[SPECS] else "unknown"
-        metrics.requests.labels(label).inc()
-        metrics.errors.labels(label, outcome.name).inc()
-        metrics.latency.labels(label).observe((time.perf_counter() - start) * 1000)
+        series = app[METRICS].of(api if api in app[SPECS] else "unknown")
+        series.requests.inc()
+        series.errors(outcome).inc()
+        series.latency.observe((time.perf_counter() - start) * 1000)
 
 
 def _request_context(request: web.Request) -> RequestContext:
@@ -299,15 +323,16 @@ def _request_context(request: web.Request) -> RequestContext:
     return dataclasses.replace(base, client_id=client_id) if client_id else base
 
 
-async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[web.Response, Errors]:
+async def _serve(request: web.Request, api: str, declared: Encoding | None) -> tuple[web.Response, Errors]:
     app = request.app
+    encoding: Encoding = declared or "json"
     spec: ApiSpec | None = app[SPECS].get(api)
     handler = served_handler(app, api)
     if spec is None or handler is None:
         msg = f"this process does not serve API '{api}'; it serves: {', '.join(sorted(app[HANDLERS])) or 'none'}"
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 404), Errors.INVALID_REQUEST
 
-    if codec.encoding_for(request.content_type) is None:
+    if declared is None:
         msg = f"Content-Type must be {codec.MSGPACK} or {codec.JSON}, got '{request.content_type}'"
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 400), Errors.INVALID_REQUEST
 
@@ -319,8 +344,16 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
     try:
         version = _requested_version(request, spec)
         try:
-            async with asyncio.timeout(app[BODY_TIMEOUT]):
-                body = await request.read()
+            content = request.content
+            if content.is_eof():
+                # The whole body came with the headers (a small request's usual case): nothing to
+                # wait for, so neither a deadline nor read()'s chunk loop.
+                body = content.read_nowait()
+                if len(body) > limit:
+                    raise web.HTTPRequestEntityTooLarge(limit, len(body))
+            else:
+                async with asyncio.timeout(app[BODY_TIMEOUT]):
+                    body = await request.read()
         except web.HTTPRequestEntityTooLarge:
             return _reply(
                 _error_body(Errors.INVALID_REQUEST, too_large), encoding, 413
@@ -333,16 +366,21 @@ async def _serve(request: web.Request, api: str, encoding: Encoding) -> tuple[we
         # A large body takes long to validate (a million uuids: about a second), and a large request
         # tends to get a large answer (a Metadata naming 100,000 topics): both off the loop.
         large = len(body) > DECODE_OFF_LOOP_BYTES
-        req, structs = await _run(large, _parse, spec, body, encoding, version, large)
+        if large:
+            req, structs = await run_large(_parse, spec, body, encoding, version, large)
+        else:
+            req, structs = _parse(spec, body, encoding, version, large)
     except KafkaError as e:
         status = 400
         return _reply(_error_body(e.code, e.message or e.code.name), encoding, status), e.code
 
+    if structs <= MANY_STRUCTS:
+        return await _answer(api, spec, handler, req, version, encoding, large)
     # While a request of many structs is in hand its models are alive, and its handler's allocations
     # (on the loop too) would set off full collections that walk them all: the collector waits until
     # it is answered (see offload). A large Produce is a few structs around its record bytes, and
     # may wait seconds for its acks: it is not held.
-    with collector_paused() if structs > MANY_STRUCTS else contextlib.nullcontext():
+    with collector_paused():
         return await _answer(api, spec, handler, req, version, encoding, large)
 
 
@@ -352,12 +390,18 @@ async def _answer(
     headers: dict[str, str] = {codec.API_VERSION_HEADER: str(version)}
     try:
         resp = await handler(req, version)
-        if not isinstance(resp, spec.response_model):
+        # pydantic models' metaclass makes isinstance() slow; the exact class is the usual answer.
+        if type(resp) is not spec.response_model and not isinstance(resp, spec.response_model):
             raise TypeError(
                 f"handler for {api} returned {type(resp).__name__}, not {spec.response_model.__name__}"
             )
-        code = Errors(getattr(resp, "ErrorCode", 0) or 0)
-        payload = await _run(large, _encode, resp, version, encoding)
+        value = getattr(resp, "ErrorCode", 0) or 0
+        code = _ERRORS.get(value)
+        if code is None:
+            code = Errors(value)
+        payload = (
+            await run_large(_encode, resp, version, encoding) if large else _encode(resp, version, encoding)
+        )
     except KafkaError as e:
         code = e.code
         if e.message:
@@ -369,6 +413,10 @@ async def _answer(
         headers[codec.ERROR_MESSAGE_HEADER] = "Unexpected server error"
         payload = _encode(spec.error_response(code), version, encoding)
     return _reply(payload, encoding, 200, headers), code
+
+
+_ERRORS: dict[int, Errors] = {int(e): e for e in Errors}
+"""Errors by code: a dict look-up instead of the enum's call."""
 
 
 def _requested_version(request: web.Request, spec: ApiSpec) -> int:

@@ -355,6 +355,47 @@ async def test_body_over_socket_request_max_bytes_is_refused_with_invalid_reques
         await runner.cleanup()
 
 
+async def test_a_chunked_body_sent_whole_with_its_headers_is_held_to_the_limit_too() -> None:
+    # Sent in one write, the body has fully arrived when the handler runs: it is taken as it is,
+    # with no deadline, and still measured against socket.request.max.bytes.
+    app = create_app({"BrokerHeartbeat": heartbeat}, client_max_size=1000)
+    runner, port = await start_server(app, "127.0.0.1", 0)
+
+    async def send(body: bytes) -> tuple[bytes, bytes]:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            writer.write(
+                b"POST /rpc/BrokerHeartbeat HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Kafka-Api-Version: 0\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + b"%x\r\n" % len(body)
+                + body
+                + b"\r\n0\r\n\r\n"
+            )
+            await writer.drain()
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+            length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+            return head, await asyncio.wait_for(reader.readexactly(length), 30)
+        finally:
+            writer.close()
+
+    try:
+        head, body = await send(json.dumps({"BrokerId": 1, "ClusterId": "x" * 5000}).encode())
+        assert head.startswith(b"HTTP/1.1 413"), head
+        assert json.loads(body)["ErrorCode"] == Errors.INVALID_REQUEST
+        whole = {
+            "BrokerId": 1,
+            "BrokerEpoch": 7,
+            "CurrentMetadataOffset": 0,
+            "WantFence": False,
+            "WantShutDown": False,
+        }
+        head, body = await send(json.dumps(whole).encode())
+        assert head.startswith(b"HTTP/1.1 200"), head
+        assert json.loads(body)["ErrorCode"] == Errors.NONE
+    finally:
+        await runner.cleanup()
+
+
 def test_default_body_limit_is_kafkas_socket_request_max_bytes() -> None:
     from protocol.transport.server import DEFAULT_MAX_BODY
 
