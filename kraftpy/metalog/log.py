@@ -90,6 +90,10 @@ class MetadataLogConfig:
     retention_bytes: int = 100 * 1024 * 1024  # metadata.max.retention.bytes (soft)
     retention_ms: int = 7 * 24 * 3600 * 1000  # metadata.max.retention.ms (soft)
     max_batch_bytes: int = MAX_BATCH_BYTES
+    # A broker writes a snapshot of its image after this many bytes of batches or this long
+    # (0: never by time), as BrokerMetadataSnapshotter does.
+    max_bytes_between_snapshots: int = 20971520  # metadata.log.max.record.bytes.between.snapshots
+    max_snapshot_interval_ms: int = 3600000  # metadata.log.max.snapshot.interval.ms
 
     @classmethod
     def from_server_config(cls, config: Any) -> MetadataLogConfig:
@@ -99,6 +103,8 @@ class MetadataLogConfig:
             segment_ms=config.metadata_log_segment_ms,
             retention_bytes=config.metadata_max_retention_bytes,
             retention_ms=config.metadata_max_retention_ms,
+            max_bytes_between_snapshots=config.metadata_log_max_record_bytes_between_snapshots,
+            max_snapshot_interval_ms=config.metadata_log_max_snapshot_interval_ms,
         )
 
 
@@ -573,6 +579,16 @@ class MetadataLog:
             from_offset = seg.next_offset
         return b"".join(out)
 
+    def size_from(self, offset: int) -> int:
+        """Bytes of the batches from the one holding `offset` to the log end."""
+        start = max(offset, self._log_start)
+        total = 0
+        for seg in self._segments.from_offset(start):
+            found = seg.translate_offset(start)
+            if found is not None:
+                total += seg.size - found[0]
+        return total
+
     def _chunks(self, from_offset: int) -> Iterator[tuple[LogSegment, int, bytes]]:
         """(segment, file position, bytes of whole batches) from the batch holding `from_offset`."""
         start = max(from_offset, self._log_start)
@@ -745,13 +761,7 @@ class MetadataLog:
         sid = SnapshotId(end_offset, epoch)
         if sid in self._snapshots:
             return sid
-        if not self._log_start <= end_offset <= self.log_end_offset:
-            raise LogError(
-                f"snapshot end offset {end_offset} is outside the log [{self._log_start}, {self.log_end_offset}]"
-            )
-        known = self.epoch_for_offset(end_offset - 1) if end_offset > self._log_start else None
-        if known is not None and known != epoch:
-            raise LogError(f"offset {end_offset - 1} is in epoch {known}, not {epoch}")
+        self._check_snapshot_id(sid)
         data = build_snapshot(
             records,
             epoch,
@@ -759,11 +769,33 @@ class MetadataLog:
             _now_ms() if now_ms is None else now_ms,
             max_batch_bytes=self.config.max_batch_bytes,
         )
-        self._snapshots[sid] = write_snapshot_file(self.dir, sid, data)
+        return self.write_built_snapshot(sid, data, records=len(records))
+
+    def write_built_snapshot(self, snapshot_id: SnapshotId, data: bytes, *, records: int = -1) -> SnapshotId:
+        """Write a snapshot whose bytes `build_snapshot` made elsewhere (so that CPU work stays off
+        the thread doing this log's disk I/O); the same checks as `write_snapshot`."""
+        self._check_writable()
+        if snapshot_id in self._snapshots:
+            return snapshot_id
+        self._check_snapshot_id(snapshot_id)
+        self._snapshots[snapshot_id] = write_snapshot_file(self.dir, snapshot_id, data)
         log.info(
-            "metadata snapshot written", file=snapshot_file_name(sid), bytes=len(data), records=len(records)
+            "metadata snapshot written",
+            file=snapshot_file_name(snapshot_id),
+            bytes=len(data),
+            records=records,
         )
-        return sid
+        return snapshot_id
+
+    def _check_snapshot_id(self, sid: SnapshotId) -> None:
+        end_offset, epoch = sid.offset, sid.epoch
+        if not self._log_start <= end_offset <= self.log_end_offset:
+            raise LogError(
+                f"snapshot end offset {end_offset} is outside the log [{self._log_start}, {self.log_end_offset}]"
+            )
+        known = self.epoch_for_offset(end_offset - 1) if end_offset > self._log_start else None
+        if known is not None and known != epoch:
+            raise LogError(f"offset {end_offset - 1} is in epoch {known}, not {epoch}")
 
     def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> SnapshotId:
         """Keep a snapshot fetched from the leader (checked first); a snapshot beyond the log end

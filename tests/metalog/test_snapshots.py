@@ -184,3 +184,31 @@ def test_open_removes_partial_snapshots_and_restarts_at_a_snapshot_past_the_end(
         assert not list(part.glob("*.part"))
         assert dst.log_start_offset == dst.log_end_offset == sid.offset
         assert read_snapshot_file(part / sid.file_name()).records() == dst.read_snapshot(sid).records()
+
+
+def test_a_snapshot_built_elsewhere_is_checked_and_the_newest_is_replayed(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 5)
+        first = log.load_image()
+        data = build_snapshot(first.write(), 1, 1004, 0)
+        with pytest.raises(LogError, match="is in epoch 1, not 2"):
+            log.write_built_snapshot(SnapshotId(log.log_end_offset, 2), data)
+        older = log.write_built_snapshot(SnapshotId(log.log_end_offset, 1), data)
+        fill(log, 5)
+        second = log.load_image()
+        newer = log.write_built_snapshot(
+            SnapshotId(log.log_end_offset, 1), build_snapshot(second.write(), 1, 1009, 0)
+        )
+        fill(log, 2)
+        full = log.load_image()
+    assert older < newer
+    with MetadataLog.open(tmp_path) as log:
+        assert log.snapshot_ids() == [older, newer]
+        first_entry = next(iter(log.entries()))
+        assert first_entry.offset == newer.offset - 1 and first_entry.batch.from_snapshot
+        assert log.load_image() == full
+        # what the two batches after the newer snapshot take
+        assert log.size_from(0) == log.size_in_bytes
+        after = sum(batch.size for _, _, batch in log.iter_batches(newer.offset))
+        assert 0 < log.size_from(newer.offset) == after < log.size_in_bytes
