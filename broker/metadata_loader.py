@@ -10,7 +10,8 @@ metadata dir's failure, which stops the broker (KIP-858 footnote 1).
 CRCs checked), fsync, replay the records into a `MetadataDelta` and hand the new image to
 `on_image`. A DivergingEpoch truncates the local log; a SnapshotId loads the snapshot with
 `FetchSnapshot` and restarts the log at it; either way the image is rebuilt from what is on disk.
-On restart the local log is replayed first and fetching resumes where it ended.
+On restart the local log is replayed first (from its latest snapshot: the broker writes its own,
+see `broker.metadata_snapshots`) and fetching resumes where it ended.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from broker.core.metadata_fetch import (
     Truncate,
 )
 from broker.heap import after_load, collector_paused
+from broker.metadata_snapshots import BrokerSnapshotter
 from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataDelta, MetadataImage
@@ -76,10 +78,24 @@ def _load_image(mlog: MetadataLog) -> MetadataDelta:
     with collector_paused():
         n = mlog.replay_into(delta)
         after_load(n)
+    latest = mlog.latest_snapshot()
+    log.info(
+        "metadata image loaded from the local log",
+        records=n,
+        snapshot_end_offset=latest.offset if latest is not None else None,
+    )
     end = mlog.log_end_offset - 1
     if end >= 0 and (delta.last_offset is None or delta.last_offset < end):
         delta.last_offset = end
     return delta
+
+
+def _settle(mlog: MetadataLog) -> int:
+    """Settle a cut damaged tail; the bytes of batches after the latest snapshot (they count towards
+    the next one, as the batches Kafka's loader replays at startup do)."""
+    mlog.settle_damage()
+    latest = mlog.latest_snapshot()
+    return mlog.size_from(latest.offset if latest is not None else 0)
 
 
 def _truncate(mlog: MetadataLog, offset: int) -> None:
@@ -92,6 +108,7 @@ class LocalMetadataLog:
         self.log_dir = log_dir
         self.config = config
         self.log: MetadataLog | None = None
+        self.snapshotter: BrokerSnapshotter | None = None
         # Decoding and replaying records is CPU work that can take seconds for a large fetch: it runs
         # on a thread of its own so the dir's executor stays free for disk work (and its probes).
         self._cpu = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-replay")
@@ -112,7 +129,9 @@ class LocalMetadataLog:
         """Open (recovering a torn tail) and replay snapshot + log; the delta's image is where it ends."""
         self.log = await self.log_dir.run(MetadataLog.open, self.log_dir.path, self.config, timeout=math.inf)
         # A broker's copy is the controllers' to give again: a damaged batch it cut is no loss.
-        await self.log_dir.run(self.log.settle_damage)
+        unsnapshotted = await self.log_dir.run(_settle, self.log)
+        self.snapshotter = BrokerSnapshotter(self.log_dir, self.log)
+        self.snapshotter.on_applied(unsnapshotted)
         return await self._on_cpu(_load_image, self.log)
 
     # LogPosition for the fetch decisions
@@ -140,15 +159,24 @@ class LocalMetadataLog:
 
     async def truncate_to(self, offset: int) -> MetadataDelta:
         assert self.log is not None
+        if self.snapshotter is not None:
+            await self.snapshotter.wait_idle()
         await self.log_dir.run(_truncate, self.log, offset)
         return await self._on_cpu(_load_image, self.log)
 
     async def install_snapshot(self, snapshot_id: SnapshotId, data: bytes) -> MetadataDelta:
         assert self.log is not None
+        if self.snapshotter is not None:
+            await self.snapshotter.wait_idle()
         await self.log_dir.run(self.log.install_snapshot, snapshot_id, data, timeout=math.inf)
+        if self.snapshotter is not None:
+            policy = self.snapshotter.policy
+            policy.last_snapshot_end_offset = max(policy.last_snapshot_end_offset, snapshot_id.offset)
         return await self._on_cpu(_load_image, self.log)
 
     async def close(self) -> None:
+        if self.snapshotter is not None:
+            await self.snapshotter.stop()
         self._cpu.shutdown(wait=False, cancel_futures=True)
         if self.log is not None and self.log_dir.online:
             try:
@@ -196,6 +224,7 @@ class MetadataLoader:
             if isinstance(outcome, Append):
                 if outcome.records:
                     await self._append(outcome.records)
+                self.maybe_snapshot()
             elif isinstance(outcome, Truncate):
                 log.warning(
                     "metadata log diverges from the controller's; truncating",
@@ -213,12 +242,20 @@ class MetadataLoader:
         assert self._delta is not None
         delta = self._delta
         first, last = await self.local.append_and_replay(data, delta)
+        if self.local.snapshotter is not None:
+            self.local.snapshotter.on_applied(len(data))
         # The new image and what the broker derives from it: objects per changed partition
         with collector_paused():
             self.image = delta.apply()
             self._delta = delta.next_delta(self.image)
             self.on_image(self.image, delta)
             after_load(last - first + 1)
+
+    def maybe_snapshot(self) -> None:
+        """Checked after every fetch: the high watermark a snapshot waits for may come without records."""
+        snapshotter = self.local.snapshotter
+        if snapshotter is not None and self._delta is not None:
+            snapshotter.maybe_snapshot(self.image, self.state.high_watermark, self._delta.in_transaction)
 
     def _rebuilt(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()

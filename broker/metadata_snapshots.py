@@ -1,0 +1,175 @@
+"""The broker's own metadata snapshots (Kafka's BrokerMetadataSnapshotter, driven by SnapshotGenerator).
+
+Without them a restart replays the whole local copy of `__cluster_metadata`; with them it replays
+the latest snapshot (about one record per partition) and the batches after it. A snapshot is due
+once `metadata.log.max.record.bytes.between.snapshots` bytes of batches were applied since the last
+one, or `metadata.log.max.snapshot.interval.ms` passed (0 turns the time trigger off) with
+something applied since.
+
+Only committed offsets go into a snapshot: the broker applies what it fetched, which may run past
+the high watermark, and a snapshot may never be truncated away. An image ending inside an open
+metadata transaction is skipped too (it does not hold the transaction's records).
+
+The image is immutable, so its records are built and framed on a thread of its own; the file is
+written (temp file, fsync, rename) on the metadata dir's executor in one hop. Segments before the
+snapshot are left in place: the broker deletes nothing of its log here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from kraftpy.image import MetadataImage
+from kraftpy.metalog import SnapshotId
+from kraftpy.metalog.snapshots import build_snapshot
+
+if TYPE_CHECKING:
+    from broker.storage.log_dir import LogDir
+    from kraftpy.metalog import MetadataLog
+
+log = structlog.get_logger("broker.metadata")
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class BrokerSnapshotPolicy:
+    """Pure bookkeeping of when the next snapshot is due."""
+
+    max_bytes_between: int
+    max_interval_ms: int
+    last_snapshot_ms: int
+    last_snapshot_end_offset: int = 0
+    bytes_since: int = 0
+    in_progress: bool = False
+
+    def on_applied(self, batch_bytes: int) -> None:
+        self.bytes_since += batch_bytes
+
+    def due(self, now_ms: int, end_offset: int) -> str | None:
+        """Why a snapshot ending at `end_offset` (exclusive) should be written now, or None."""
+        if self.in_progress or end_offset <= self.last_snapshot_end_offset:
+            return None
+        if self.bytes_since >= self.max_bytes_between:
+            return f"{self.bytes_since} bytes applied since the last snapshot"
+        if self.max_interval_ms > 0 and now_ms - self.last_snapshot_ms >= self.max_interval_ms:
+            return f"{now_ms - self.last_snapshot_ms} ms since the last snapshot"
+        return None
+
+    def finished(self, now_ms: int, end_offset: int, bytes_covered: int) -> None:
+        self.in_progress = False
+        self.last_snapshot_ms = now_ms
+        self.last_snapshot_end_offset = max(self.last_snapshot_end_offset, end_offset)
+        self.bytes_since = max(0, self.bytes_since - bytes_covered)
+
+
+def build_image_snapshot(image: MetadataImage, epoch: int, max_batch_bytes: int) -> tuple[bytes, int]:
+    """The snapshot file's bytes for `image` and its record count (CPU only; safe off the loop)."""
+    records = image.write()
+    data = build_snapshot(
+        records,
+        epoch,
+        image.provenance.last_contained_log_time_ms,
+        _now_ms(),
+        max_batch_bytes=max_batch_bytes,
+    )
+    return data, len(records)
+
+
+class BrokerSnapshotter:
+    """Fed by the loader: `on_applied(bytes)` per appended fetch, `maybe_snapshot(...)` after each fetch."""
+
+    def __init__(
+        self,
+        log_dir: LogDir,
+        mlog: MetadataLog,
+        *,
+        clock_ms: Callable[[], int] = _now_ms,
+    ) -> None:
+        self.log_dir = log_dir
+        self.mlog = mlog
+        self.clock_ms = clock_ms
+        latest = mlog.latest_snapshot()
+        self.policy = BrokerSnapshotPolicy(
+            mlog.config.max_bytes_between_snapshots,
+            mlog.config.max_snapshot_interval_ms,
+            last_snapshot_ms=clock_ms(),
+            last_snapshot_end_offset=latest.offset if latest is not None else 0,
+        )
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-snapshot")
+        self._task: asyncio.Task[SnapshotId | None] | None = None
+        self.written = 0
+
+    def on_applied(self, batch_bytes: int) -> None:
+        self.policy.on_applied(batch_bytes)
+
+    def maybe_snapshot(
+        self, image: MetadataImage, high_watermark: int, in_transaction: bool
+    ) -> asyncio.Task[SnapshotId | None] | None:
+        """Start writing a snapshot of `image` when one is due and it is safe to; the task or None."""
+        end = image.offset + 1
+        if in_transaction or end <= 0 or end > high_watermark or image.features.metadata_version is None:
+            return None
+        if end > self.mlog.log_end_offset or end <= self.mlog.log_start_offset:
+            return None
+        reason = self.policy.due(self.clock_ms(), end)
+        if reason is None:
+            return None
+        # Read between the loader's appends (it awaits each one), so the epoch history is settled.
+        epoch = self.mlog.epoch_for_offset(end - 1)
+        if epoch is None:
+            return None
+        self.policy.in_progress = True
+        self._task = asyncio.ensure_future(self._write(image, SnapshotId(end, epoch), reason))
+        self._task.set_name("metadata-snapshot")
+        return self._task
+
+    async def _write(self, image: MetadataImage, sid: SnapshotId, reason: str) -> SnapshotId | None:
+        covered = self.policy.bytes_since
+        try:
+            data, n = await asyncio.get_running_loop().run_in_executor(
+                self._executor, build_image_snapshot, image, sid.epoch, self.mlog.config.max_batch_bytes
+            )
+            await self.log_dir.run(self.mlog.write_built_snapshot, sid, data, timeout=math.inf)
+        except Exception:
+            # The log still holds everything; the next trigger tries again.
+            log.exception("writing the broker's metadata snapshot failed", end_offset=sid.offset)
+            self.policy.in_progress = False
+            return None
+        self.policy.finished(self.clock_ms(), sid.offset, covered)
+        self.written += 1
+        log.info(
+            "broker metadata snapshot taken",
+            reason=reason,
+            end_offset=sid.offset,
+            epoch=sid.epoch,
+            records=n,
+            bytes=len(data),
+        )
+        return sid
+
+    async def wait_idle(self) -> None:
+        """Wait out a snapshot being written, so the log's snapshots hold still while it is rebuilt."""
+        task = self._task
+        if task is not None and not task.done():
+            with contextlib.suppress(Exception):
+                await asyncio.shield(task)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._executor.shutdown(wait=False, cancel_futures=True)
