@@ -162,6 +162,8 @@ class RaftClient:
         # Fetches with nothing to send wait here; an append or a high watermark move wakes them all.
         self._parked: list[asyncio.Future[None]] = []
         self._tick_pending = False
+        # When the core's next timer is due (RaftCore.next_tick_ms), as the last step left it.
+        self._tick_due_ms = 0
         self._linger_s = append_linger_ms / 1000
         self._lingering: list[_Input] = []
         self._appends: list[_Input] = []  # appends of this term not yet committed, in offset order
@@ -321,7 +323,9 @@ class RaftClient:
     async def _tick_forever(self) -> None:
         while True:
             await asyncio.sleep(TICK_INTERVAL_S)
-            if not self._tick_pending:
+            # A tick before the core's next timer would change nothing, and costs a trip to the log
+            # thread: a lone voter leading, or a leader whose followers fetch, skips most of them.
+            if not self._tick_pending and self._clock_ms() >= self._tick_due_ms:
                 # One tick waits at a time, however busy the queue: timers must fire under load too.
                 self._tick_pending = True
                 self._inputs.put_nowait(_Input(self._tick))
@@ -357,6 +361,7 @@ class RaftClient:
             )
         self._store.flush()
         self._publish_figures(core)
+        self._tick_due_ms = core.next_tick_ms()
         return inputs
 
     async def _drive(self) -> None:

@@ -104,6 +104,30 @@ class RaftCore:
         _TICKS[self.role](self, now_ms)
         return self._take_ready()
 
+    def next_tick_ms(self) -> int:
+        """The earliest time a tick can do anything; before it a tick changes nothing and says
+        nothing, until another input moves a timer. A shell may skip ticks until then."""
+        role = self.role
+        if role is Role.LEADER:
+            due = self._resend_at if self._unacked_begin else NEVER
+            needed = self.config.majority - 1  # other voters that must have fetched lately
+            if needed > 0:
+                fetched = sorted(self._replica_last_fetch.values(), reverse=True)
+                if len(fetched) < needed:
+                    return 0  # check-quorum fails at the next tick
+                # Live until the needed-th most recent fetch is fetch_timeout_ms old.
+                due = min(due, fetched[needed - 1] + self.config.fetch_timeout_ms)
+            return due
+        if role is Role.CANDIDATE:
+            if self._backing_off:
+                return self._backoff_deadline
+            return min(self._election_deadline, self._resend_at)
+        if role is Role.FOLLOWER:
+            return min(self._fetch_deadline, self._election_deadline, self._next_fetch)
+        if role is Role.OBSERVER:
+            return min(self._fetch_deadline, self._next_fetch) if self.leader_id >= 0 else self._next_fetch
+        return self._election_deadline  # unattached, voted, resigned
+
     def append(self, records: Sequence[bytes], now_ms: int, counts: Sequence[int] | None = None) -> Ready:
         """Append batches as the leader (`counts[i]` records in `records[i]`, one each by default); the
         caller learns they are committed from `Ready.committed`. The batches land at `view.end_offset`

@@ -88,6 +88,19 @@ class Node:
         return list(self.store.entries)
 
 
+def checked_tick(core: RaftCore, now: int) -> Ready:
+    """`core.tick(now)`, holding the core to what `next_tick_ms` promised: a tick before it changes
+    nothing and sends nothing (the controller's shell skips those ticks)."""
+    due = core.next_tick_ms()
+    before = (core.role, core.epoch, core.leader_id, core.voted_id, core.high_watermark, due)
+    ready = core.tick(now)
+    if now < due:
+        after = (core.role, core.epoch, core.leader_id, core.voted_id, core.high_watermark)
+        assert ready == Ready(high_watermark=ready.high_watermark), (now, due, ready)
+        assert after == before[:-1] and core.next_tick_ms() == due, (now, before, after)
+    return ready
+
+
 class ScriptedCluster:
     """Messages wait in `inflight` until a test delivers, drops or inspects them; time moves only on request."""
 
@@ -106,7 +119,7 @@ class ScriptedCluster:
         return ready
 
     def tick(self, node_id: int) -> Ready:
-        return self._out(self.nodes[node_id], self.nodes[node_id].core.tick(self.now))
+        return self._out(self.nodes[node_id], checked_tick(self.nodes[node_id].core, self.now))
 
     def tick_all(self) -> None:
         for node_id in self.nodes:

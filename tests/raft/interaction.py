@@ -24,7 +24,7 @@ from pathlib import Path
 
 from kraftpy.raft.messages import Entry, Envelope, Snapshot
 from kraftpy.raft.ready import Ready
-from tests.raft.harness import CLUSTER_ID, ScriptedCluster
+from tests.raft.harness import CLUSTER_ID, ScriptedCluster, checked_tick
 
 
 def render_value(value: object) -> str:
@@ -121,7 +121,7 @@ class Interaction:
             self.out.append(f"now={c.now}")
         elif name == "tick":
             for node_id in map(int, positional):
-                ready = c[node_id].core.tick(c.now)
+                ready = checked_tick(c[node_id].core, c.now)
                 c.inflight.extend(c[node_id].handle(ready))
                 self._record(node_id, ready)
         elif name == "deliver":

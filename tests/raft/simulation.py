@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from kraftpy.raft.messages import Envelope, VoteResponse
 from kraftpy.raft.ready import Ready
 from kraftpy.raft.state import Role
-from tests.raft.harness import Node, quorum_config
+from tests.raft.harness import Node, checked_tick, quorum_config
 
 VOTERS = (1, 2, 3)
 OBSERVERS = (4, 5)
@@ -201,7 +201,7 @@ class Simulation:
                     self._handle(envelope.destination, node.core.step(envelope, self.now))
             for node_id, node in self.nodes.items():
                 if self._up(node_id):
-                    self._handle(node_id, node.core.tick(self.now))
+                    self._handle(node_id, checked_tick(node.core, self.now))
             leaders = [i for i in VOTERS if self._up(i) and self.nodes[i].role is Role.LEADER]
             if resigns and resigns[0] <= self.now:
                 resigns.pop(0)

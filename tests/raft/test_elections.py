@@ -206,3 +206,27 @@ def test_an_unreachable_voter_counts_as_a_rejection_so_a_split_vote_backs_off_at
     ready = c[2].core.unreachable(1, c.now)
     assert ready.messages == []
     assert c[2].core._backing_off and c[2].role is Role.CANDIDATE
+
+
+def test_a_lone_leader_has_no_timer_to_tick_for() -> None:
+    from kraftpy.raft.core import NEVER
+
+    c = ScriptedCluster([1])
+    assert c[1].core.next_tick_ms() == 0  # a quorum of one runs at once
+    c.now = 250
+    c.tick(1)
+    assert c[1].role is Role.LEADER
+    assert c[1].core.next_tick_ms() == NEVER
+
+
+def test_a_candidates_next_tick_is_its_vote_resend_or_election_deadline() -> None:
+    c = ScriptedCluster([1, 2, 3])
+    c.now = 200
+    c.tick(1)
+    assert c[1].role is Role.CANDIDATE
+    due = c[1].core.next_tick_ms()
+    assert 200 < due < 1 << 62
+    c.now = due
+    c.tick(1)
+    # Something was done then (votes asked again, or a backoff begun), which set a later timer.
+    assert c[1].core.next_tick_ms() > due
