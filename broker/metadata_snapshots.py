@@ -23,13 +23,13 @@ import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import structlog
 
 from kraftpy.image import MetadataImage
 from kraftpy.metalog import SnapshotId
+from kraftpy.metalog.snapshot_policy import SnapshotPolicy
 from kraftpy.metalog.snapshots import build_snapshot
 
 if TYPE_CHECKING:
@@ -41,37 +41,6 @@ log = structlog.get_logger("broker.metadata")
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-@dataclass
-class BrokerSnapshotPolicy:
-    """Pure bookkeeping of when the next snapshot is due."""
-
-    max_bytes_between: int
-    max_interval_ms: int
-    last_snapshot_ms: int
-    last_snapshot_end_offset: int = 0
-    bytes_since: int = 0
-    in_progress: bool = False
-
-    def on_applied(self, batch_bytes: int) -> None:
-        self.bytes_since += batch_bytes
-
-    def due(self, now_ms: int, end_offset: int) -> str | None:
-        """Why a snapshot ending at `end_offset` (exclusive) should be written now, or None."""
-        if self.in_progress or end_offset <= self.last_snapshot_end_offset:
-            return None
-        if self.bytes_since >= self.max_bytes_between:
-            return f"{self.bytes_since} bytes applied since the last snapshot"
-        if self.max_interval_ms > 0 and now_ms - self.last_snapshot_ms >= self.max_interval_ms:
-            return f"{now_ms - self.last_snapshot_ms} ms since the last snapshot"
-        return None
-
-    def finished(self, now_ms: int, end_offset: int, bytes_covered: int) -> None:
-        self.in_progress = False
-        self.last_snapshot_ms = now_ms
-        self.last_snapshot_end_offset = max(self.last_snapshot_end_offset, end_offset)
-        self.bytes_since = max(0, self.bytes_since - bytes_covered)
 
 
 def build_image_snapshot(image: MetadataImage, epoch: int, max_batch_bytes: int) -> tuple[bytes, int]:
@@ -101,7 +70,7 @@ class BrokerSnapshotter:
         self.mlog = mlog
         self.clock_ms = clock_ms
         latest = mlog.latest_snapshot()
-        self.policy = BrokerSnapshotPolicy(
+        self.policy = SnapshotPolicy(
             mlog.config.max_bytes_between_snapshots,
             mlog.config.max_snapshot_interval_ms,
             last_snapshot_ms=clock_ms(),
@@ -112,7 +81,7 @@ class BrokerSnapshotter:
         self.written = 0
 
     def on_applied(self, batch_bytes: int) -> None:
-        self.policy.on_applied(batch_bytes)
+        self.policy.on_appended(batch_bytes)
 
     def maybe_snapshot(
         self, image: MetadataImage, high_watermark: int, in_transaction: bool
@@ -130,7 +99,7 @@ class BrokerSnapshotter:
         epoch = self.mlog.epoch_for_offset(end - 1)
         if epoch is None:
             return None
-        self.policy.in_progress = True
+        self.policy.started()
         self._task = asyncio.ensure_future(self._write(image, SnapshotId(end, epoch), reason))
         self._task.set_name("metadata-snapshot")
         return self._task
@@ -145,7 +114,7 @@ class BrokerSnapshotter:
         except Exception:
             # The log still holds everything; the next trigger tries again.
             log.exception("writing the broker's metadata snapshot failed", end_offset=sid.offset)
-            self.policy.in_progress = False
+            self.policy.failed()
             return None
         self.policy.finished(self.clock_ms(), sid.offset, covered)
         self.written += 1

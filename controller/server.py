@@ -43,11 +43,11 @@ from controller.metrics import ControllerMetrics, ControllerStats
 from controller.raft_client import NotLeaderError, RaftClient
 from controller.raft_transport import HttpRaftTransport
 from controller.registration_manager import ControllerRegistrationManager
-from controller.snapshot_policy import SnapshotPolicy
 from controller.snapshots import SnapshotGenerator
 from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
 from controller.story import ControllerStory
 from kraftpy.config import ConfigError
+from kraftpy.metalog.snapshot_policy import SnapshotPolicy
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.messages import Entry
 from kraftpy.security.listeners import RpcListener, connection_quotas, rpc_listener, start_rpc_listener

@@ -18,7 +18,7 @@ import structlog
 
 from controller.committed_image import CommittedImage
 from controller.log_sink import PreparedAppend
-from controller.snapshot_policy import SnapshotPolicy
+from kraftpy.metalog.snapshot_policy import SnapshotPolicy
 
 if TYPE_CHECKING:
     from controller.raft_client import RaftClient
@@ -80,7 +80,7 @@ class SnapshotGenerator:
 
     def after_commit(self, size: int) -> None:
         """`size` bytes of batches were committed and folded into the committed image."""
-        self._policy.on_committed(size)
+        self._policy.on_appended(size)
         self.maybe_snapshot()
 
     def maybe_snapshot(self) -> None:

@@ -54,25 +54,6 @@ async def test_deferred_ignores_abandoned_futures() -> None:
     assert q.complete_up_to(1) == 1
 
 
-def test_snapshot_policy_by_bytes_and_by_time() -> None:
-    from controller.snapshot_policy import SnapshotPolicy
-
-    p = SnapshotPolicy(max_bytes_between=1000, max_interval_ms=0, last_snapshot_ms=0)
-    p.on_committed(600)
-    assert p.due(10, 50) is None
-    p.on_committed(600)
-    assert p.due(10, 60) is not None
-    p.started()
-    assert p.due(10, 60) is None  # one at a time
-    p.finished(20, 60, bytes_covered=1200)
-    assert p.bytes_since == 0 and p.due(10_000_000, 60) is None  # time trigger off; same offset never twice
-
-    t = SnapshotPolicy(max_bytes_between=10**9, max_interval_ms=100, last_snapshot_ms=0)
-    assert t.due(99, 5) is None
-    assert t.due(100, 5) is not None
-    assert t.due(100, 0) is None  # nothing committed beyond the last snapshot
-
-
 def test_metrics_render_cluster_gauges() -> None:
     from prometheus_client import CollectorRegistry, generate_latest
 
@@ -128,9 +109,9 @@ def _committed(base: int, records: list[Any]) -> Any:
 
 async def test_snapshot_generator_writes_committed_records_and_none_once_shutting_down() -> None:
     from controller.committed_image import CommittedImage
-    from controller.snapshot_policy import SnapshotPolicy
     from controller.snapshots import SnapshotGenerator
     from kraftpy.image import MetadataDelta, MetadataImage
+    from kraftpy.metalog.snapshot_policy import SnapshotPolicy
     from protocol.framing import ApiMessageAndVersion
     from protocol.metadata_records import FeatureLevelRecord, NoOpRecord
 

@@ -1,9 +1,11 @@
 """When to write a metadata snapshot (Kafka's SnapshotGenerator): by committed bytes or by time.
 
-Pure bookkeeping: the shell reports committed batch sizes and asks `due(now_ms, end_offset)`.
-A snapshot is due once `metadata.log.max.record.bytes.between.snapshots` bytes of records were
-committed since the last one, or `metadata.log.max.snapshot.interval.ms` passed (0 turns the time
-trigger off) and something was committed since; never twice for the same offset, one at a time.
+Pure bookkeeping, shared by the controller (which counts the batches it committed) and the broker
+(which counts the batches it fetched into its own copy of the log): the shell reports batch sizes and
+asks `due(now_ms, end_offset)`. A snapshot is due once `metadata.log.max.record.bytes.between.snapshots`
+bytes of records were appended since the last one, or `metadata.log.max.snapshot.interval.ms` passed
+(0 turns the time trigger off) and something was appended since; never twice for the same offset,
+one at a time.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ class SnapshotPolicy:
     bytes_since: int = 0
     in_progress: bool = False
 
-    def on_committed(self, batch_bytes: int) -> None:
+    def on_appended(self, batch_bytes: int) -> None:
         self.bytes_since += batch_bytes
 
     def due(self, now_ms: int, end_offset: int) -> str | None:
@@ -28,7 +30,7 @@ class SnapshotPolicy:
         if self.in_progress or end_offset <= self.last_snapshot_end_offset:
             return None
         if self.bytes_since >= self.max_bytes_between:
-            return f"{self.bytes_since} bytes committed since the last snapshot"
+            return f"{self.bytes_since} bytes of batches since the last snapshot"
         if self.max_interval_ms > 0 and now_ms - self.last_snapshot_ms >= self.max_interval_ms:
             return f"{now_ms - self.last_snapshot_ms} ms since the last snapshot"
         return None
