@@ -1,6 +1,6 @@
 """`partition.metadata`: the topic id of a partition dir (`version: 0` / `topic_id: <base64>`).
 
-Byte for byte what Kafka writes (no newline after the id), replaced atomically (as `atomic_write`).
+Byte for byte what Kafka writes (no newline after the id), replaced atomically by `atomic_write`.
 It lets a broker tell a recreated topic's dir from the old one's; the metadata log's holds the fixed
 metadata topic id.
 """
@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from kraftpy.log.errors import CorruptCheckpointError
-from kraftpy.storage.atomic import fsync_dir
+from kraftpy.storage.atomic import atomic_write
 from protocol.uuid import Uuid
 
 PARTITION_METADATA_FILE = "partition.metadata"
@@ -23,29 +23,7 @@ def format_partition_metadata(topic_id: Uuid) -> bytes:
 
 
 def write_partition_metadata(partition_dir: str | Path, topic_id: Uuid) -> None:
-    """`atomic_write` (`.tmp`, fsync, rename, fsync the dir) on str paths: a broker placing 100,000
-    new replicas writes one per replica, and pathlib's objects would cost more than the syscalls."""
-    base = os.fspath(partition_dir)
-    path = f"{base}/{PARTITION_METADATA_FILE}"
-    tmp = f"{path}.tmp"
-    data = format_partition_metadata(topic_id)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    fsync_dir(base)
+    atomic_write(f"{os.fspath(partition_dir)}/{PARTITION_METADATA_FILE}", format_partition_metadata(topic_id))
 
 
 _PREFIX = b"version: 0\ntopic_id: "
