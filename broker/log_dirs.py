@@ -14,7 +14,6 @@ import math
 import structlog
 
 from broker.core.local_logs import FoundLog, Inventory, classify
-from broker.heap import after_load, collector_paused
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.partition_dirs import delete_partition_dir, scan
 from broker.startup import BrokerDirs
@@ -22,6 +21,7 @@ from broker.storage import LogDirOfflineError
 from broker.storage.errors import LogDirResourceError
 from broker.storage.log_dir import LogDir
 from broker.tasks import BrokerTasks
+from kraftpy.heap import after_load, collector_paused
 from protocol.uuid import Uuid
 
 PROBE_TIMEOUT_MIN_S = 5.0

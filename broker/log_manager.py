@@ -37,13 +37,13 @@ from broker.core.assignments import AssignmentsManager
 from broker.core.local_logs import FoundLog
 from broker.core.log_placement import LogPlacement, Plan
 from broker.core.partition_state import PartitionState
-from broker.heap import after_load, collector_paused
 from broker.hosted_log import Flag, HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
 from broker.storage.errors import LogDirResourceError
 from broker.storage.log_dir import LogDir
+from kraftpy.heap import after_load, collector_paused
 from kraftpy.image import MetadataImage, TopicIdPartition
 from protocol.errors import Errors, KafkaError
 from protocol.uuid import Uuid, describe_directory

@@ -36,10 +36,10 @@ from broker.core.metadata_fetch import (
     SnapshotGoneError,
     Truncate,
 )
-from broker.heap import after_load, collector_paused
 from broker.metadata_snapshots import BrokerSnapshotter
 from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
+from kraftpy.heap import after_load, collector_paused
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
 from protocol.record_batch import iter_batches, metadata_records

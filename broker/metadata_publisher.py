@@ -17,8 +17,8 @@ from broker.core.broker_state import BrokerState
 from broker.core.lifecycle import BrokerLifecycle
 from broker.core.partition_state import PartitionState, changed_partition_states, local_partition_states
 from broker.dataplane import DataPlane
-from broker.heap import after_load, collector_paused
 from broker.log_manager import LogManager
+from kraftpy.heap import after_load, collector_paused
 from kraftpy.image import MetadataDelta, MetadataImage, TopicIdPartition
 from kraftpy.storage.metadata_version import JBOD_LEVEL
 from protocol.uuid import Uuid

@@ -14,7 +14,6 @@ from pathlib import Path
 import structlog
 
 from broker.core.local_logs import FoundLog, LogKind
-from broker.heap import collector_paused
 from broker.storage import CorruptCheckpointError, InconsistentTopicIdError
 from broker.storage.dir_names import (
     DirKind,
@@ -25,6 +24,7 @@ from broker.storage.dir_names import (
     stray_dir_name,
 )
 from broker.storage.log_dir import LogDir
+from kraftpy.heap import collector_paused
 from kraftpy.log.partition_metadata import (
     PARTITION_METADATA_FILE,
     read_partition_metadata,

@@ -26,8 +26,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 import structlog
 
-from controller import heap
 from controller.deferred import DeferredEventQueue
+from kraftpy import heap
 
 log = structlog.get_logger(__name__)
 

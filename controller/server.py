@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
-from controller import heap
 from controller.active_term import ActiveTerm
 from controller.committed_image import CommittedImage
 from controller.errors import StartupError, halt
@@ -46,6 +45,7 @@ from controller.registration_manager import ControllerRegistrationManager
 from controller.snapshots import SnapshotGenerator
 from controller.startup import load_metadata, log_loaded, rebuild, reload_snapshot
 from controller.story import ControllerStory
+from kraftpy import heap
 from kraftpy.config import ConfigError
 from kraftpy.metalog.snapshot_policy import SnapshotPolicy
 from kraftpy.raft.config import QuorumConfig

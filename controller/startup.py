@@ -175,7 +175,7 @@ def replay_committed(
     mlog: MetadataLog, core: QuorumControllerCore, delta: MetadataDelta | None, end_offset: int
 ) -> int:
     """Replay the latest snapshot, then the log's records below `end_offset` (the committed ones)."""
-    from controller import heap
+    from kraftpy import heap
     from protocol.transport.offload import collector_paused
 
     n = 0

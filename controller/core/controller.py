@@ -20,8 +20,7 @@ any other exception is a bug: the shell reports UNKNOWN_SERVER_ERROR and treats 
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 import controller.core.acls as _acls
@@ -41,6 +40,7 @@ from controller.core.partition_change import Election
 from controller.core.replication_control import TopicIdPartition
 from controller.core.result import ControllerResult
 from controller.core.revertible import Revertible
+from kraftpy.heap import collector_paused
 from protocol import metadata_records as mr
 from protocol.errors import KafkaError
 from protocol.framing import ApiMessageAndVersion
@@ -86,20 +86,6 @@ _IGNORED_RECORDS = (
     mr.DelegationTokenRecord,
     mr.RemoveDelegationTokenRecord,
 )
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Operations and replays allocate many small, acyclic objects; on a large heap the cyclic
-    collector's full passes then cost more than the work itself (about 3x for a dir failure
-    touching 100,000 partitions). Pause it meanwhile and restore the caller's setting."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 class QuorumControllerCore:
@@ -157,7 +143,7 @@ class QuorumControllerCore:
         # `replay` inlined: a dir failure or a snapshot replays hundreds of thousands of records.
         handlers = self._replay_handlers
         offset = base_offset
-        with _gc_paused():
+        with collector_paused():
             try:
                 for record in records:
                     message = record.message if type(record) is ApiMessageAndVersion else record
@@ -234,7 +220,7 @@ class QuorumControllerCore:
     # ---- operations --------------------------------------------------------------------------
 
     def _run(self, api: str, op: Callable[[], ControllerResult[R]]) -> ControllerResult[R]:
-        # _gc_paused spelled out: every heartbeat comes through here, and the process shell has
+        # collector_paused spelled out: every heartbeat comes through here, and the process shell has
         # usually paused the collector already.
         enabled = gc.isenabled()
         if enabled:
@@ -272,7 +258,7 @@ class QuorumControllerCore:
         )
 
     def maybe_fence_one_stale_broker(self, now_ms: int) -> ControllerResult[int | None]:
-        with _gc_paused():
+        with collector_paused():
             return _lifecycle.maybe_fence_one_stale_broker(self.m, now_ms)
 
     def next_session_expiry_ms(self) -> int | None:
@@ -339,7 +325,7 @@ class QuorumControllerCore:
         *,
         only_unclean_topics: bool = False,
     ) -> ControllerResult[dict[TopicIdPartition, int]]:
-        with _gc_paused():
+        with collector_paused():
             return _elections.elect_leaders(
                 self.m, election, partitions, only_unclean_topics=only_unclean_topics
             )
