@@ -394,6 +394,8 @@ LABELS = {
     "propagation": "propagation (every live broker has new leaders)",
     "stall": "producer stall (last ack before -> first after)",
 }
+GOALS_P99_MS = {"propagation": 150, "stall": 200}
+"""KRaft mode's goals at p99: every broker on the new leaders, and the acks=all producer's stall."""
 
 
 def run_mode(mode: str, args: argparse.Namespace, work: Path) -> list[dict[str, int | None]]:
@@ -478,6 +480,7 @@ def main() -> int:
     for m in runs:
         for col in ("p50", "p99", "max", "n"):
             table.add_column(f"{names[m]} {col}", justify="right")
+    table.add_column("goal (p99)", justify="right")
     labels = {**LABELS, **{k: f"  stall step: {v}" for k, v in STEP_LABELS.items()}}
     for metric in (*METRICS, *STEPS):
         row = [labels[metric]]
@@ -492,6 +495,8 @@ def main() -> int:
                 ]
             else:
                 row += ["-", "-", "-", "0"]
+        goal = GOALS_P99_MS.get(metric)
+        row.append(f"<= {goal}" if goal is not None else "")
         table.add_row(*row)
     Console(width=160).print(table)
     for mode, results in runs.items():
