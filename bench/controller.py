@@ -10,7 +10,10 @@
     with CreateTopics in large batches, placed with AssignReplicasToDirs). It then heartbeats with
     OfflineLogDirs=[A]. The reply comes only once every resulting record is fsynced, so the
     heartbeat's round trip is the time from the heartbeat to every PartitionChangeRecord committed.
-    Prints that time and records/s; the goal is under 3 s for 100,000 partitions.
+    Prints that time and records/s; the goal is 0.3 s for 100,000 partitions.
+
+Goals printed beside the figures: (a) at most 0.05 ms of controller CPU per heartbeat (20,000
+heartbeats/s on one core); (b) 0.3 s.
 
 The client runs in this process and the controller in its own, on the same machine: the client's
 CPU use counts against the controller's. Request bodies are encoded once, up front, to keep the
@@ -41,7 +44,8 @@ from tools.cluster.configs import write_controller_config
 from tools.cluster.launcher import ManagedProcess, ProcessSet, format_storage, free_port, wait_for_healthz
 from tools.cluster.layout import random_cluster_id
 
-OFFLINE_GOAL_S = 3.0
+OFFLINE_GOAL_S = 0.3
+HEARTBEAT_CPU_GOAL_MS = 0.05
 MV_RANGE = {"Name": "metadata.version", "MinSupportedVersion": 1, "MaxSupportedVersion": 22}
 
 
@@ -239,7 +243,8 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
         )
         print(
             f"(a) controller CPU per heartbeat {out['controller_cpu_ms_per_heartbeat']:.3f} ms "
-            f"(one core would serve about {1000 / out['controller_cpu_ms_per_heartbeat']:,.0f} heartbeats/s); "
+            f"(one core would serve about {1000 / out['controller_cpu_ms_per_heartbeat']:,.0f} heartbeats/s; "
+            f"goal <= {HEARTBEAT_CPU_GOAL_MS} ms); "
             f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
         return out
@@ -347,7 +352,7 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
         print(
             f"(b) OfflineLogDirs=[A] heartbeat answered after {elapsed:.2f}s with every record committed: "
             f"{changes:,.0f} PartitionChangeRecords, {out['records_per_second']:,.0f} records/s; "
-            f"offline partitions now {offline_now:,.0f} ({verdict} the {OFFLINE_GOAL_S:.0f} s goal); "
+            f"offline partitions now {offline_now:,.0f} ({verdict} the {OFFLINE_GOAL_S} s goal); "
             f"IsFenced={resp.get('IsFenced')}"
         )
         print(
