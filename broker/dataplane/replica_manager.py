@@ -280,6 +280,7 @@ class ReplicaManager:
                 high_watermark=self.checkpoints.initial(hp.tp, state.high_watermark),
             )
             if was_leader:
+                hp.tail = None  # only a leader answers from it; a follower would hold its bytes for nothing
                 self._complete_produces(hp)
             if changed:
                 self.fetchers.remove(hp.key)
@@ -310,6 +311,7 @@ class ReplicaManager:
             hp.moved = asyncio.Event()
         hp.state.go_offline()
         hp.local = None
+        hp.tail = None
         self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
         self.fetch_waiters.notify(hp.key)
 
