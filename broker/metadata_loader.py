@@ -170,8 +170,7 @@ class LocalMetadataLog:
             await self.snapshotter.wait_idle()
         await self.log_dir.run(self.log.install_snapshot, snapshot_id, data, timeout=math.inf)
         if self.snapshotter is not None:
-            policy = self.snapshotter.policy
-            policy.last_snapshot_end_offset = max(policy.last_snapshot_end_offset, snapshot_id.offset)
+            self.snapshotter.policy.installed(snapshot_id.offset)
         return await self._on_cpu(_load_image, self.log)
 
     async def close(self) -> None:

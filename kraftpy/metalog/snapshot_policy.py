@@ -45,5 +45,10 @@ class SnapshotPolicy:
         self.last_snapshot_end_offset = max(self.last_snapshot_end_offset, end_offset)
         self.bytes_since = max(0, self.bytes_since - bytes_covered)
 
+    def installed(self, end_offset: int) -> None:
+        """A snapshot ending at `end_offset` came from elsewhere (a broker installing the controller's):
+        none is due at or below it."""
+        self.last_snapshot_end_offset = max(self.last_snapshot_end_offset, end_offset)
+
     def failed(self) -> None:
         self.in_progress = False

@@ -20,3 +20,11 @@ def test_snapshot_policy_by_bytes_and_by_time() -> None:
     assert t.due(99, 5) is None
     assert t.due(100, 5) is not None
     assert t.due(100, 0) is None  # nothing committed beyond the last snapshot
+
+
+def test_an_installed_snapshot_counts_as_the_last_one() -> None:
+    p = SnapshotPolicy(max_bytes_between=10, max_interval_ms=0, last_snapshot_ms=0)
+    p.on_appended(100)
+    p.installed(50)
+    assert p.due(0, 50) is None
+    assert p.due(0, 51) is not None
