@@ -575,8 +575,11 @@ async def test_follower_fetches_at_the_log_end_read_what_the_log_holds(plane: tu
     the batches the leader just appended, and gets the same bytes and high watermark as from disk."""
     dp, host = plane
     first = asyncio.create_task(produce(dp, batch([b"a", b"b"])))
-    await asyncio.sleep(0.05)
-    tail = dp.replicas.partitions[(TOPIC_ID, 0)].tail
+    hp = dp.replicas.partitions[(TOPIC_ID, 0)]
+    async with asyncio.timeout(10):  # the append runs on the dir's thread: a busy machine may take a while
+        while hp.tail is None:
+            await asyncio.sleep(0.01)
+    tail = hp.tail
     assert tail is not None and (tail.start, tail.end) == (0, 2)
     from_memory = await fetch(dp, 0, replica=2, epoch=0, last_epoch=0)
     on_disk = host.logs[0].log.read(0, 1 << 20).records
