@@ -287,6 +287,9 @@ class KafkaConfig(BaseModel):
     replica_fetch_wait_max_ms: Int = Field(500, alias="replica.fetch.wait.max.ms", ge=0)
     replica_fetch_max_bytes: Int = Field(1048576, alias="replica.fetch.max.bytes", ge=0)
     replica_fetch_backoff_ms: Int = Field(1000, alias="replica.fetch.backoff.ms", ge=0)
+    # kraftpy's own: what leaders keep in memory, over every partition, of the batches they just
+    # appended, to answer followers at the log end (Kafka reads them from the page cache).
+    kraftpy_leader_tail_max_bytes: Long = Field(33554432, alias="kraftpy.leader.tail.max.bytes", ge=0)
     replica_high_watermark_checkpoint_interval_ms: Long = Field(
         5000, alias="replica.high.watermark.checkpoint.interval.ms", ge=1
     )

@@ -9,64 +9,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from broker.core.partition_state import PartitionState
 from broker.dataplane.host import LocalLog
+from broker.dataplane.leader_tail import LeaderTail, PartitionKey
 from broker.dataplane.partition import Partition
 from kraftpy.image import TopicIdPartition
-from protocol.uuid import Uuid
-
-PartitionKey = tuple[Uuid, int]
 
 
 def now_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-@dataclass(slots=True)
-class LeaderTail:
-    """The batches this leader appended last, as written, while they end the log: followers' fetches
-    at the log end are answered from them, without a trip to the log dir's thread. Contiguous, of
-    one leader epoch, at most about `limit` bytes (at least the newest batch)."""
-
-    epoch: int
-    start: int
-    end: int
-    log_start_offset: int
-    batches: deque[tuple[int, bytes]] = field(default_factory=deque)
-    size: int = 0
-
-    def add(self, base_offset: int, data: bytes, end: int, log_start_offset: int, limit: int) -> None:
-        self.batches.append((base_offset, data))
-        self.size += len(data)
-        self.end = end
-        self.log_start_offset = log_start_offset
-        while self.size > limit and len(self.batches) > 1:
-            _, dropped = self.batches.popleft()
-            self.size -= len(dropped)
-            self.start = self.batches[0][0]
-
-    def read(self, offset: int, max_bytes: int) -> bytes | None:
-        """Whole batches from the one starting at `offset` up to `max_bytes` (one at least), b"" at
-        the end, None when `offset` is not a batch start held here."""
-        if offset == self.end:
-            return b""
-        if not self.start <= offset < self.end:
-            return None
-        out: list[bytes] = []
-        size = 0
-        for base, data in self.batches:
-            if base < offset:
-                continue
-            if not out and base != offset:
-                return None  # inside a batch
-            if out and size + len(data) > max_bytes:
-                break
-            out.append(data)
-            size += len(data)
-        return b"".join(out) if out else None
 
 
 @dataclass(slots=True)

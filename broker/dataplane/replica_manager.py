@@ -24,7 +24,8 @@ from broker.dataplane.alter_partition import AlterPartitionManager
 from broker.dataplane.checkpoints import HighWatermarkCheckpoints
 from broker.dataplane.fetcher import ReplicaFetcherManager
 from broker.dataplane.host import DataPlaneHost
-from broker.dataplane.hosted_partition import HostedPartition, LeaderTail, PartitionKey, now_ms
+from broker.dataplane.hosted_partition import HostedPartition, PartitionKey, now_ms
+from broker.dataplane.leader_tail import LeaderTails
 from broker.dataplane.metadata_response import min_insync_replicas
 from broker.dataplane.partition import Partition, Role
 from broker.dataplane.purgatory import FetchWaiters, ProducePurgatory, wait_for_status
@@ -88,6 +89,7 @@ class ReplicaManager:
         self.checkpoints = HighWatermarkCheckpoints(host)
         self.alter_partition = AlterPartitionManager(host, self._isr_change_done)
         self.fetchers = ReplicaFetcherManager(self)
+        self.tails = LeaderTails(self.settings.leader_tail_max_bytes, self.settings.fetch_max_bytes)
         self._unreadable: set[PartitionKey] = set()
         """Hosted replicas whose log a checked read found a damaged batch in (see unreadable_replicas)."""
         self._image = MetadataImage.EMPTY
@@ -280,7 +282,9 @@ class ReplicaManager:
                 high_watermark=self.checkpoints.initial(hp.tp, state.high_watermark),
             )
             if was_leader:
-                hp.tail = None  # only a leader answers from it; a follower would hold its bytes for nothing
+                self.tails.drop(
+                    hp
+                )  # only a leader answers from it; a follower would hold its bytes for nothing
                 self._complete_produces(hp)
             if changed:
                 self.fetchers.remove(hp.key)
@@ -301,6 +305,7 @@ class ReplicaManager:
         self.purgatory.fail_all(hp.key, Errors.NOT_LEADER_OR_FOLLOWER)
         self.fetch_waiters.notify(hp.key)
         self._moved(hp)
+        self.tails.drop(hp)
         del self.partitions[hp.key]
 
     def _go_offline(self, hp: HostedPartition, reason: str, *, quiet: bool = False) -> None:
@@ -311,7 +316,7 @@ class ReplicaManager:
             hp.moved = asyncio.Event()
         hp.state.go_offline()
         hp.local = None
-        hp.tail = None
+        self.tails.drop(hp)
         self.purgatory.fail_all(hp.key, Errors.KAFKA_STORAGE_ERROR)
         self.fetch_waiters.notify(hp.key)
 
@@ -562,12 +567,7 @@ class ReplicaManager:
 
     def _keep_tail(self, hp: HostedPartition, result: AppendResult, epoch: int, lso: int) -> None:
         assert result.written is not None
-        tail = hp.tail
-        if tail is None or tail.epoch != epoch or tail.end != result.first_offset:
-            tail = hp.tail = LeaderTail(epoch, result.first_offset, result.first_offset, lso)
-        tail.add(
-            result.first_offset, result.written, result.last_offset + 1, lso, self.settings.fetch_max_bytes
-        )
+        self.tails.keep(hp, epoch, result.first_offset, result.written, result.last_offset + 1, lso)
 
     def _tail_read(
         self, hp: HostedPartition, fetch_offset: int, max_bytes: int, last_fetched_epoch: int

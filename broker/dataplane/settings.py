@@ -13,6 +13,7 @@ class ReplicaSettings:
     min_insync_replicas: int
     fetch_wait_max_ms: int
     fetch_max_bytes: int
+    leader_tail_max_bytes: int
     fetch_backoff_ms: int
     hw_checkpoint_interval_ms: int
     request_timeout_ms: int
@@ -24,6 +25,7 @@ class ReplicaSettings:
             min_insync_replicas=int(cfg.min_insync_replicas),
             fetch_wait_max_ms=int(cfg.replica_fetch_wait_max_ms),
             fetch_max_bytes=int(cfg.replica_fetch_max_bytes),
+            leader_tail_max_bytes=int(cfg.kraftpy_leader_tail_max_bytes),
             fetch_backoff_ms=int(cfg.replica_fetch_backoff_ms),
             hw_checkpoint_interval_ms=int(cfg.replica_high_watermark_checkpoint_interval_ms),
             request_timeout_ms=int(cfg.replica_socket_timeout_ms),

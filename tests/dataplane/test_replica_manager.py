@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from broker.core.partition_state import PartitionState
 from broker.dataplane import DataPlane
 from broker.dataplane.host import ConfiguredLogDir, LocalLog
+from broker.dataplane.leader_tail import LeaderTail
 from broker.log_dir_failure import LogDirFailureChannel
 from broker.storage import LogDir, PartitionLog
 from kraftpy.config import KafkaConfig
@@ -556,8 +558,6 @@ async def test_produces_and_reads_wait_for_a_transition_to_leader_under_way(tmp_
 
 
 def test_the_leader_tail_holds_whole_batches_up_to_its_limit() -> None:
-    from broker.dataplane.hosted_partition import LeaderTail
-
     tail = LeaderTail(epoch=3, start=10, end=10, log_start_offset=0)
     tail.add(10, b"a" * 40, 12, 0, limit=100)
     tail.add(12, b"b" * 40, 15, 0, limit=100)
@@ -596,3 +596,37 @@ async def test_follower_fetches_at_the_log_end_read_what_the_log_holds(plane: tu
     assert (await asyncio.wait_for(second, 5)).ErrorCode == 0 and done.HighWatermark == 3
     stale = await fetch(dp, 0, replica=3, epoch=0, last_epoch=-1)  # from the log itself
     assert stale.Records == host.logs[0].log.read(0, 1 << 20).records
+
+
+def test_leader_tails_share_one_budget_and_the_oldest_lose_theirs_first() -> None:
+    from broker.dataplane.leader_tail import LeaderTails
+
+    @dataclass
+    class Hosted:
+        n: int
+        tail: LeaderTail | None = None
+
+        @property
+        def key(self) -> tuple[Uuid, int]:
+            return (TOPIC_ID, self.n)
+
+    tails = LeaderTails(budget=100, per_partition=60)
+    a, b, c = Hosted(0), Hosted(1), Hosted(2)
+    tails.keep(a, 1, 0, b"a" * 40, 1, 0)
+    tails.keep(b, 1, 0, b"b" * 40, 1, 0)
+    assert tails.size == 80 and a.tail is not None and b.tail is not None
+    tails.keep(a, 1, 1, b"A" * 10, 2, 0)  # a is now the newest appended to
+    tails.keep(c, 1, 0, b"c" * 40, 1, 0)  # 130 > 100: b, appended to longest ago, loses its tail
+    assert b.tail is None and a.tail is not None and c.tail is not None
+    assert tails.size == 90 == a.tail.size + c.tail.size and len(tails) == 2
+    tails.keep(c, 1, 1, b"C" * 200, 2, 0)  # over the budget alone: it keeps its newest batch, a goes
+    assert a.tail is None and c.tail is not None and c.tail.read(1, 1000) == b"C" * 200
+    assert tails.size == 200 and len(tails) == 1
+    tails.keep(c, 2, 2, b"x" * 10, 3, 0)  # a new epoch starts a new tail, counted afresh
+    assert c.tail is not None and (c.tail.epoch, c.tail.start) == (2, 2) and tails.size == 10
+    tails.drop(c)
+    tails.drop(b)  # no tail: nothing to do
+    assert c.tail is None and tails.size == 0 and len(tails) == 0
+    off = LeaderTails(budget=0, per_partition=60)
+    off.keep(a, 1, 0, b"a", 1, 0)
+    assert a.tail is None and off.size == 0

@@ -49,6 +49,7 @@ def test_kafka_defaults() -> None:
         "log.segment.bytes": 1073741824,
         "log.retention.bytes": -1,
         "log.dir.probe.interval.ms": 1000,
+        "kraftpy.leader.tail.max.bytes": 33554432,
         "log.dir": "/tmp/kafka-logs",
         "controller.quorum.voters": [],
     }
