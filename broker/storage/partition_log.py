@@ -293,12 +293,18 @@ class PartitionLog:
             )
         first = self.log_end_offset
         self.producers.check_client_batch(h, first)
-        data = bytearray(records)
-        _BASE_OFFSET.pack_into(data, 0, first)
-        _LEADER_EPOCH.pack_into(data, _LEADER_EPOCH_POS, leader_epoch)
+        # One copy of the batch, with its offset and epoch set: the leader's tail keeps these bytes.
+        view = memoryview(records)
+        written = b"".join(
+            (
+                _BASE_OFFSET.pack(first),
+                view[8:_LEADER_EPOCH_POS],
+                _LEADER_EPOCH.pack(leader_epoch),
+                view[_LEADER_EPOCH_POS + 4 :],
+            )
+        )
         h = h._replace(base_offset=first, partition_leader_epoch=leader_epoch)
         self._maybe_assign_epoch(h)
-        written = bytes(data)
         self._write(written, [(0, h)], now)
         return AppendResult(first, h.last_offset, h.max_timestamp, valid, 1, written=written)
 
