@@ -11,31 +11,23 @@ are frozen (`gc.freeze`): later passes no longer walk them, reference counting s
 What that costs: cyclic garbage alive at that moment is never collected; it is what was in flight
 on the loop, a few objects per large change.
 
-The collector's switch is process-wide and pauses run on the loop and on threads: a pause only
-ever restores the setting it found, so overlapping pauses end with the collector on.
+The collector's switch is process-wide and pauses run on the loop and on threads: they share the
+count kept by the transport's pause for large requests (`protocol.transport.offload`), so the
+collector comes back on only when the last pause of either kind ends.
 """
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
-from contextlib import contextmanager
+
+from protocol.transport.offload import collector_paused
 
 LARGE = 10_000
 """Records or replicas from which the objects alive are frozen."""
 
+__all__ = ["LARGE", "after_change", "after_load", "collector_paused"]
+
 _loaded_since_freeze = 0
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def after_change(records: int) -> None:

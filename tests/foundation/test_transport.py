@@ -522,3 +522,23 @@ def test_the_collector_resumes_when_the_last_of_overlapping_pauses_ends() -> Non
         assert not gc.isenabled(), "a collector disabled by someone else stays disabled"
     finally:
         gc.enable()
+
+
+def test_the_heap_pause_and_the_large_request_pause_are_one_count() -> None:
+    """A broker's or controller's load pause (kraftpy.heap) overlapping a large request's pause ends
+    with the collector off until the last of them ends."""
+    import gc
+
+    from kraftpy.heap import collector_paused as load_paused
+    from protocol.transport import collector_paused
+
+    assert gc.isenabled()
+    with load_paused():
+        with collector_paused():
+            pass
+        assert not gc.isenabled()
+        outer = collector_paused()
+        outer.__enter__()
+    assert not gc.isenabled(), "the request's pause is still on"
+    outer.__exit__(None, None, None)
+    assert gc.isenabled()
