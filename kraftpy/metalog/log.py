@@ -152,6 +152,7 @@ class MetadataLog:
         self._dir_dirty = False
         self._closed = False
         self.flush_count = 0
+        self.snapshot_delete_failures = 0
 
     # == opening ===================================================================================
 
@@ -778,7 +779,7 @@ class MetadataLog:
         if snapshot_id in self._snapshots:
             return snapshot_id
         self._check_snapshot_id(snapshot_id)
-        self._snapshots[snapshot_id] = write_snapshot_file(self.dir, snapshot_id, data)
+        self._add_snapshot(snapshot_id, write_snapshot_file(self.dir, snapshot_id, data))
         log.info(
             "metadata snapshot written",
             file=snapshot_file_name(snapshot_id),
@@ -802,7 +803,7 @@ class MetadataLog:
         restarts the log at its offset."""
         self._check_writable()
         parse_snapshot(data, self.dir / snapshot_file_name(snapshot_id))
-        self._snapshots[snapshot_id] = write_snapshot_file(self.dir, snapshot_id, data)
+        self._add_snapshot(snapshot_id, write_snapshot_file(self.dir, snapshot_id, data))
         if snapshot_id.offset > self.log_end_offset:
             self.truncate_fully_and_start_at(snapshot_id.offset)
             self.flush()
@@ -825,8 +826,13 @@ class MetadataLog:
             self._segments.remove(seg)
             self._unflushed.discard(seg)
             deleted += 1
-        for old in [s for s in self._snapshots if s < sid]:
-            self._snapshots.pop(old).unlink(missing_ok=True)
+        forgotten = {s: p for s, p in self._snapshots.items() if s < sid}
+        if forgotten:
+            # A new dict rather than edits in place: a broker reads the ids on its event loop while this
+            # runs on the dir's thread.
+            self._snapshots = {s: p for s, p in self._snapshots.items() if s >= sid}
+        for old, path in forgotten.items():
+            self._unlink_snapshot(old, path)
             deleted += 1
         if self._epochs.truncate_from_start(self._log_start):
             self._epochs_dirty = True
@@ -839,6 +845,24 @@ class MetadataLog:
                 deleted=deleted,
             )
         return deleted > 0
+
+    def _add_snapshot(self, snapshot_id: SnapshotId, path: Path) -> None:
+        self._snapshots = {**self._snapshots, snapshot_id: path}
+
+    def _unlink_snapshot(self, snapshot_id: SnapshotId, path: Path) -> None:
+        """Delete a forgotten snapshot's file. A failure is logged and counted, not raised (as Kafka's
+        snapshot deletion does): the id is already forgotten; a file left behind is found again when the
+        log is next opened, and cleaned again from there."""
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as e:
+            self.snapshot_delete_failures += 1
+            log.error(
+                "deleting an old metadata snapshot failed",
+                dir=str(self.dir),
+                file=snapshot_file_name(snapshot_id),
+                error=repr(e),
+            )
 
     def maybe_clean(self, now_ms: int | None = None) -> bool:
         """Apply metadata.max.retention.bytes/ms (soft limits, KafkaMetadataLog.maybeClean): while

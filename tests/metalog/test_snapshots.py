@@ -4,6 +4,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import CorruptLogError, LogError, MetadataLog, MetadataLogConfig, SnapshotId
@@ -212,3 +213,42 @@ def test_a_snapshot_built_elsewhere_is_checked_and_the_newest_is_replayed(tmp_pa
         assert log.size_from(0) == log.size_in_bytes
         after = sum(batch.size for _, _, batch in log.iter_batches(newer.offset))
         assert 0 < log.size_from(newer.offset) == after < log.size_in_bytes
+
+
+def test_a_snapshot_that_cannot_be_deleted_is_logged_and_counted_and_cleaning_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = MetadataLogConfig(segment_bytes=300, retention_bytes=1, retention_ms=-1)
+    with MetadataLog.open(tmp_path, config) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 20)
+        s1 = log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 100)
+        fill(log, 20)
+        s2 = log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 200)
+        fill(log, 3)
+        ids_before = log._snapshots
+        stuck = log.dir / s1.file_name()
+        real_unlink = Path.unlink
+
+        def unlink(self: Path, missing_ok: bool = False) -> None:
+            if self == stuck:
+                raise PermissionError(13, "Permission denied", str(self))
+            real_unlink(self, missing_ok=missing_ok)
+
+        monkeypatch.setattr(Path, "unlink", unlink)
+        with capture_logs() as logs:
+            assert log.maybe_clean() is True
+        monkeypatch.undo()
+        assert log.snapshot_delete_failures == 1
+        assert any(e["event"] == "deleting an old metadata snapshot failed" for e in logs)
+        # The segments before s2 went all the same, and s1 is forgotten though its file stayed.
+        assert log.snapshot_ids() == [s2] and log.log_start_offset == s2.offset
+        assert stuck.exists()
+        # The ids are replaced, not edited in place: a reader holding the old ones is not disturbed.
+        assert s1 in ids_before
+        log.flush()
+        image = log.load_image()
+    with MetadataLog.open(tmp_path, config) as log:
+        assert log.load_image() == image
+        log.maybe_clean()  # the file left behind goes at the open, or at the cleaning after it
+        assert log.snapshot_ids() == [s2] and not stuck.exists()
