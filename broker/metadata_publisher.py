@@ -57,7 +57,7 @@ class BrokerMetadataPublisher:
     def on_image(self, image: MetadataImage, delta: MetadataDelta | None) -> None:
         """From the loader: `delta` is what changed, None when the image was rebuilt."""
         lc = self.lifecycle
-        lc.set_metadata_offset(image.offset)
+        lc.set_metadata_offset(image.offset, self._now_ms())
         mv = image.metadata_version
         if self.multi_dir and mv is not None and mv < JBOD_LEVEL:
             self._fatal(

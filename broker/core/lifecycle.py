@@ -9,7 +9,10 @@ sleeps until `next_wakeup_ms()` or until one of the `on_*`/`set_*` events arrive
 - Registration is retried with exponential backoff (100 ms x2, at most broker.session.timeout.ms,
   jitter 0.02); without a successful one within initial.broker.registration.timeout.ms the broker
   shuts down. A successful one is followed by a heartbeat at once.
-- Heartbeats go every broker.heartbeat.interval.ms, one at a time. `WantFence` stays set until
+- Heartbeats go every broker.heartbeat.interval.ms, one at a time. While the controller answers
+  that the broker has not caught up yet, the next heartbeat goes 10 ms after the broker's metadata
+  offset moves on instead (Kafka heartbeats every 10 ms while STARTING; only one carrying a new
+  offset can get a different answer). `WantFence` stays set until
   the shell says the broker is ready to unfence (caught up, and under KIP-858 every hosted replica
   placed in the directory it really lives in); that change, and a directory failure, send the
   next heartbeat at once (or right after the one in flight).
@@ -136,6 +139,8 @@ class BrokerLifecycle:
         self._in_flight: SendRegistration | SendHeartbeat | None = None
         self._next_send_ms: int | None = None
         self._send_after_in_flight = False
+        self._behind = False
+        """The last heartbeat answered that the broker has not caught up with the metadata."""
         self._shutdown_heartbeats = 0
         self._pending_shutdown: Shutdown | None = None
         self.shutdown: Shutdown | None = None
@@ -150,9 +155,23 @@ class BrokerLifecycle:
         self._registration_deadline_ms = now_ms + self.config.initial_registration_timeout_ms
         self._next_send_ms = now_ms
 
-    def set_metadata_offset(self, offset: int) -> None:
-        """The offset of the newest metadata the broker has applied (CurrentMetadataOffset)."""
-        self.metadata_offset = max(self.metadata_offset, offset)
+    def set_metadata_offset(self, offset: int, now_ms: int | None = None) -> None:
+        """The offset of the newest metadata the broker has applied (CurrentMetadataOffset).
+
+        With `now_ms`, while a heartbeat has found the broker behind, the next one is brought
+        forward to CAUGHT_UP_HEARTBEAT_DELAY_MS from now."""
+        if offset <= self.metadata_offset:
+            return
+        self.metadata_offset = offset
+        if (
+            now_ms is not None
+            and self._behind
+            and self.state is BrokerState.STARTING
+            and self._in_flight is None
+            and self._next_send_ms is not None
+            and self._next_send_ms > now_ms + CAUGHT_UP_HEARTBEAT_DELAY_MS
+        ):
+            self._next_send_ms = now_ms + CAUGHT_UP_HEARTBEAT_DELAY_MS
 
     def set_ready_to_unfence(self, ready: bool, now_ms: int) -> None:
         if ready == self.ready_to_unfence:
@@ -262,6 +281,7 @@ class BrokerLifecycle:
                 log.info("controller acknowledged offline log dir", dir_id=str(dir_id))
         self.caught_up = response.IsCaughtUp
         self.fenced = response.IsFenced
+        self._behind = not response.IsCaughtUp
         interval = self.config.heartbeat_interval_ms
         delay = interval
         if self.state is BrokerState.STARTING:

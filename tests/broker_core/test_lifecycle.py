@@ -131,6 +131,38 @@ def test_heartbeats_after_registration_move_through_starting_recovery_running() 
     assert h.lc.state is BrokerState.RECOVERY
 
 
+def test_while_behind_the_next_heartbeat_follows_the_metadata_offset_moving_on() -> None:
+    h = Harness()
+    h.register()
+    h.lc.set_metadata_offset(5, h.clock.now_ms)
+    h.heartbeat(ok(IsCaughtUp=False, IsFenced=True))
+    assert h.lc.next_wakeup_ms() == h.clock.now_ms + CONFIG.heartbeat_interval_ms
+    h.clock.advance(100)
+    h.lc.set_metadata_offset(5, h.clock.now_ms)  # no news: the interval stands
+    assert h.lc.next_wakeup_ms() == h.clock.now_ms - 100 + CONFIG.heartbeat_interval_ms
+    h.lc.set_metadata_offset(9, h.clock.now_ms)
+    assert h.lc.next_wakeup_ms() == h.clock.now_ms + 10
+    h.advance_to_wakeup()
+    assert h.heartbeat(ok(IsCaughtUp=True, IsFenced=True)).request.CurrentMetadataOffset == 9
+    assert h.lc.state is BrokerState.RECOVERY
+    # caught up: metadata coming in no longer hurries the heartbeats
+    h.advance_to_wakeup()
+    h.heartbeat(ok(IsCaughtUp=True, IsFenced=True))
+    h.lc.set_metadata_offset(12, h.clock.now_ms)
+    assert h.lc.next_wakeup_ms() == h.clock.now_ms + CONFIG.heartbeat_interval_ms
+
+
+def test_a_heartbeat_in_flight_is_not_doubled_when_the_offset_moves() -> None:
+    h = Harness()
+    h.register()
+    h.heartbeat(ok(IsCaughtUp=False, IsFenced=True))
+    h.advance_to_wakeup()
+    h.one(SendHeartbeat)
+    h.lc.set_metadata_offset(3, h.clock.now_ms)
+    assert h.poll() == []
+    assert h.lc.metadata_offset == 3
+
+
 def test_ready_to_unfence_sends_a_heartbeat_at_once_without_want_fence() -> None:
     h = Harness()
     h.register()
