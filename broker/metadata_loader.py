@@ -10,8 +10,8 @@ metadata dir's failure, which stops the broker (KIP-858 footnote 1).
 CRCs checked), fsync, replay the records into a `MetadataDelta` and hand the new image to
 `on_image`. A DivergingEpoch truncates the local log; a SnapshotId loads the snapshot with
 `FetchSnapshot` and restarts the log at it; either way the image is rebuilt from what is on disk.
-On restart the local log is replayed first (from its latest snapshot: the broker writes its own,
-see `broker.metadata_snapshots`) and fetching resumes where it ended.
+On restart the local log is cleaned by metadata retention and replayed (from its latest snapshot:
+the broker writes its own, see `broker.metadata_snapshots`), and fetching resumes where it ended.
 """
 
 from __future__ import annotations
@@ -132,6 +132,9 @@ class LocalMetadataLog:
         unsnapshotted = await self.log_dir.run(_settle, self.log)
         self.snapshotter = BrokerSnapshotter(self.log_dir, self.log)
         self.snapshotter.on_applied(unsnapshotted)
+        # Metadata retention, as after each snapshot the broker writes: a broker that was down, or
+        # whose limits were lowered, sheds what it no longer needs before it fetches more.
+        await self.snapshotter.clean()
         return await self._on_cpu(_load_image, self.log)
 
     # LogPosition for the fetch decisions

@@ -11,8 +11,16 @@ the high watermark, and a snapshot may never be truncated away. An image ending 
 metadata transaction is skipped too (it does not hold the transaction's records).
 
 The image is immutable, so its records are built and framed on a thread of its own; the file is
-written (temp file, fsync, rename) on the metadata dir's executor in one hop. Segments before the
-snapshot are left in place: the broker deletes nothing of its log here.
+written (temp file, fsync, rename) on the metadata dir's executor in one hop.
+
+After each snapshot it writes, and once at startup, the broker applies metadata retention to its
+copy as Kafka's brokers do (KafkaMetadataLog.maybeClean): while the log and its snapshots are over
+`metadata.max.retention.bytes`, or a snapshot is older than `metadata.max.retention.ms`, the
+segments wholly before the next snapshot and the older snapshots go; the latest snapshot and the log
+after it always stay. The cleaning runs on the metadata dir's executor. A failure to delete is
+logged and counted (`clean_failures`, and the log's `snapshot_delete_failures`) and never stops the
+broker; an OSError is the metadata dir failing, which takes the dir's one path (LogDir.run takes it
+offline, and a broker whose metadata dir is offline stops).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from broker.storage.errors import LogDirOfflineError
 from kraftpy.image import MetadataImage
 from kraftpy.metalog import SnapshotId
 from kraftpy.metalog.snapshot_policy import SnapshotPolicy
@@ -56,6 +65,21 @@ def build_image_snapshot(image: MetadataImage, epoch: int, max_batch_bytes: int)
     return data, len(records)
 
 
+def _clean(mlog: MetadataLog) -> dict[str, int | None] | None:
+    """Apply retention and make the deletions durable (the dir's fsync, the epoch checkpoint); what
+    is left when something was deleted, else None."""
+    if not mlog.maybe_clean():
+        return None
+    mlog.flush()
+    latest = mlog.latest_snapshot()
+    return {
+        "log_start_offset": mlog.log_start_offset,
+        "segments": len(mlog.segments),
+        "snapshots": len(mlog.snapshot_ids()),
+        "latest_snapshot_end_offset": latest.offset if latest is not None else None,
+    }
+
+
 class BrokerSnapshotter:
     """Fed by the loader: `on_applied(bytes)` per appended fetch, `maybe_snapshot(...)` after each fetch."""
 
@@ -79,6 +103,8 @@ class BrokerSnapshotter:
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-snapshot")
         self._task: asyncio.Task[SnapshotId | None] | None = None
         self.written = 0
+        self.cleanings = 0
+        self.clean_failures = 0
 
     def on_applied(self, batch_bytes: int) -> None:
         self.policy.on_appended(batch_bytes)
@@ -116,8 +142,6 @@ class BrokerSnapshotter:
             log.exception("writing the broker's metadata snapshot failed", end_offset=sid.offset)
             self.policy.failed()
             return None
-        self.policy.finished(self.clock_ms(), sid.offset, covered)
-        self.written += 1
         log.info(
             "broker metadata snapshot taken",
             reason=reason,
@@ -126,10 +150,41 @@ class BrokerSnapshotter:
             records=n,
             bytes=len(data),
         )
+        # Still "in progress" for the policy while cleaning: no other snapshot reads the log's epochs
+        # on the loop while the dir's thread moves its start.
+        with contextlib.suppress(LogDirOfflineError):
+            await self.clean()
+        self.policy.finished(self.clock_ms(), sid.offset, covered)
+        self.written += 1
         return sid
 
+    async def clean(self) -> bool:
+        """Apply metadata retention to the log on the dir's executor; True when something was deleted.
+
+        A failure is logged and counted and returns False, except the dir failing: LogDirOfflineError
+        (the dir already offline, its failure handled as any other) is raised for the caller to stop.
+        """
+        failures_before = self.mlog.snapshot_delete_failures
+        try:
+            left = await self.log_dir.run(_clean, self.mlog, timeout=math.inf)
+        except LogDirOfflineError as e:
+            self.clean_failures += 1
+            log.error("the metadata dir failed while its log was being cleaned", error=str(e))
+            raise
+        except Exception:
+            self.clean_failures += 1
+            log.exception("cleaning the broker's metadata log failed")
+            return False
+        self.clean_failures += self.mlog.snapshot_delete_failures - failures_before
+        if left is None:
+            return False
+        self.cleanings += 1
+        log.info("broker metadata log cleaned", **left)
+        return True
+
     async def wait_idle(self) -> None:
-        """Wait out a snapshot being written, so the log's snapshots hold still while it is rebuilt."""
+        """Wait out a snapshot being written and the cleaning after it, so the log's snapshots and
+        segments hold still while it is rebuilt."""
         task = self._task
         if task is not None and not task.done():
             with contextlib.suppress(Exception):

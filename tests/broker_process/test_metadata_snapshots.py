@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from structlog.testing import capture_logs
 
 from broker.metadata_loader import LocalMetadataLog
+from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataDelta, MetadataImage
-from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
+from kraftpy.metalog import LogError, MetadataLog, MetadataLogConfig, SnapshotId
 from kraftpy.metalog.files import PARTITION_DIR, parse_snapshot_file_name
 from protocol.record_batch import build_metadata_batch
 from protocol.uuid import Uuid
@@ -79,6 +82,63 @@ def test_broker_snapshots_its_image_and_restarts_from_the_latest(tmp_path: Path,
     assert health["replicas"]["replicas"] == 32 and not health["replicas"]["unplaced_replicas"]
 
 
+def test_broker_cleans_its_metadata_log_by_retention_and_restarts_from_what_is_left(
+    tmp_path: Path, procs: ProcessSet
+) -> None:
+    cluster = Cluster.create(tmp_path, procs)
+    cluster.add_broker(
+        B,
+        [tmp_path / "b1"],
+        extra={
+            "metadata.log.max.record.bytes.between.snapshots": 2000,
+            "metadata.log.segment.bytes": 2000,
+            "metadata.max.retention.bytes": 0,
+        },
+    )
+    cluster.start_controller()
+    cluster.start_broker(B)
+    cluster.wait_running(B)
+    node = cluster.brokers[B]
+    part = node.metadata_dir / PARTITION_DIR
+
+    def segment_bases() -> list[int]:
+        return sorted(int(p.name.split(".")[0]) for p in part.glob("*.log"))
+
+    taken: set[SnapshotId] = set()
+
+    def cleaned() -> bool:
+        taken.update(own_snapshots(node.metadata_dir))
+        return len(taken) >= 3 and len(own_snapshots(node.metadata_dir)) == 1 and segment_bases()[0] > 0
+
+    for i in range(16):
+        cluster.create_topic(f"t{i}", [[B]] * 4)
+    wait_until("snapshots taken and the ones before the latest cleaned", cleaned)
+    wait_until("placed", lambda: node.health()["replicas"].get("replicas") == 64)
+    before = node.health()["metadata_offset"]
+    assert cluster.stop_broker(B) == 0
+
+    latest = own_snapshots(node.metadata_dir)[-1]
+    assert min(taken) < latest
+    assert not (part / min(taken).file_name()).exists()
+    with capture_logs(), MetadataLog.open(node.metadata_dir, read_only=True) as mlog:
+        # Segments wholly before the latest snapshot are gone; what is left still loads.
+        assert 0 < mlog.log_start_offset <= latest.offset
+        assert mlog.snapshot_ids() == [latest]
+        image = mlog.load_image()
+    assert len(image.topics.topics_by_name) == 16
+
+    cluster.start_broker(B)
+    health = cluster.wait_running(B)
+    assert node.proc is not None
+    loaded = log_lines(node.proc.log_text(), "metadata image loaded from the local log")
+    assert loaded and loaded[-1]["snapshot_end_offset"] == latest.offset
+    assert health["metadata_offset"] >= before
+    assert health["replicas"]["replicas"] == 64 and not health["replicas"]["unplaced_replicas"]
+    # Fetching goes on from the end of the cleaned log.
+    cluster.create_topic("after", [[B]] * 4)
+    wait_until("the new topic placed", lambda: node.health()["replicas"].get("replicas") == 68)
+
+
 def _batches(start: int, topics: range, epoch: int = 1) -> bytes:
     out, offset = [], start
     for i in topics:
@@ -130,3 +190,125 @@ async def test_snapshots_wait_for_the_high_watermark_and_reload_to_the_same_imag
         ld.close()
     assert reloaded.offset == after.offset
     assert replace(after, provenance=reloaded.provenance) == reloaded
+
+
+def _segment_bases(meta_dir: Path) -> list[int]:
+    return sorted(int(p.name.split(".")[0]) for p in (meta_dir / PARTITION_DIR).glob("*.log"))
+
+
+async def _snapshot(local: LocalMetadataLog, image: MetadataImage) -> SnapshotId:
+    snapshotter = local.snapshotter
+    assert snapshotter is not None
+    snapshotter.on_applied(1 << 20)
+    task = snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False)
+    assert task is not None
+    sid = await task
+    assert sid is not None
+    return sid
+
+
+async def test_the_broker_cleans_its_metadata_log_after_each_snapshot_and_restarts_from_what_is_left(
+    tmp_path: Path,
+) -> None:
+    # Tiny segments and no room kept: everything before the latest snapshot may go.
+    config = MetadataLogConfig(
+        segment_bytes=600, retention_bytes=0, max_bytes_between_snapshots=1, max_snapshot_interval_ms=0
+    )
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+        first = await _snapshot(local, delta.apply())
+        snapshotter = local.snapshotter
+        assert snapshotter is not None and local.log is not None
+        assert snapshotter.cleanings == 0  # the only snapshot is the latest: nothing may go yet
+        assert _segment_bases(tmp_path)[0] == 0
+        delta = delta.next_delta(delta.apply())
+        await local.append_and_replay(_batches(first.offset, range(20, 40)), delta)
+        second = await _snapshot(local, delta.apply())
+        assert snapshotter.cleanings == 1 and snapshotter.clean_failures == 0
+        assert own_snapshots(tmp_path) == [second]
+        assert local.log.log_start_offset == second.offset
+        bases = _segment_bases(tmp_path)
+        assert bases[0] > first.offset and bases[0] <= second.offset
+        delta = delta.next_delta(delta.apply())
+        await local.append_and_replay(_batches(second.offset, range(40, 45)), delta)
+        after = delta.apply()
+    finally:
+        await local.close()
+        ld.close()
+
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        reloaded = (await local.open()).apply()
+        assert local.log is not None and local.log.latest_snapshot() == second
+        assert local.log_end_offset == after.offset + 1
+    finally:
+        await local.close()
+        ld.close()
+    assert replace(after, provenance=reloaded.provenance) == reloaded
+    assert len(reloaded.topics.topics_by_name) == 45
+
+
+async def test_the_broker_cleans_its_metadata_log_at_startup(tmp_path: Path) -> None:
+    # Written with Kafka's default retention; opened by a broker whose limits are lower.
+    with capture_logs(), MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600)) as mlog:
+        mlog.append([mv()], 1, 10)
+        for i in range(40):
+            mlog.append(topic_records(i), 1, 1000 + i)
+            if i in (19, 39):
+                mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 1000 + i)
+        _, latest = mlog.snapshot_ids()
+        image = mlog.load_image()
+    assert _segment_bases(tmp_path)[0] == 0
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, MetadataLogConfig(segment_bytes=600, retention_bytes=0))
+    try:
+        reloaded = (await local.open()).apply()
+        assert local.snapshotter is not None and local.snapshotter.cleanings == 1
+    finally:
+        await local.close()
+        ld.close()
+    assert own_snapshots(tmp_path) == [latest]
+    assert 0 < _segment_bases(tmp_path)[0] <= latest.offset
+    assert replace(image, provenance=reloaded.provenance) == reloaded
+
+
+async def test_a_failed_cleaning_is_logged_and_counted_and_a_failed_disk_takes_the_dir_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    failures: list[BaseException] = []
+    ld = LogDir(tmp_path, Uuid.random(), on_failure=lambda _d, e: failures.append(e))
+    local = LocalMetadataLog(ld, MetadataLogConfig(retention_bytes=0, max_bytes_between_snapshots=1))
+    try:
+        delta = await local.open()
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(5)), delta)
+        snapshotter, mlog = local.snapshotter, local.log
+        assert snapshotter is not None and mlog is not None
+
+        def corrupt(now_ms: int | None = None) -> bool:
+            raise LogError("a snapshot header that cannot be read")
+
+        monkeypatch.setattr(mlog, "maybe_clean", corrupt)
+        with capture_logs() as logs:
+            assert await snapshotter.clean() is False
+            # The snapshot is still taken (its cleaning fails after it): cleaning failing stops nothing.
+            sid = await _snapshot(local, delta.apply())
+        assert snapshotter.clean_failures == 2 and ld.online and not failures
+        assert sid in mlog.snapshot_ids()
+        assert [e for e in logs if e["event"] == "cleaning the broker's metadata log failed"]
+
+        def eio(now_ms: int | None = None) -> bool:
+            raise OSError(errno.EIO, "Input/output error")
+
+        monkeypatch.setattr(mlog, "maybe_clean", eio)
+        with capture_logs(), pytest.raises(LogDirOfflineError):
+            await snapshotter.clean()
+        assert snapshotter.clean_failures == 3
+        # The metadata dir failing goes the way any I/O error on it goes: offline, reported once.
+        assert not ld.online and len(failures) == 1 and isinstance(failures[0], OSError)
+    finally:
+        await local.close()
+        ld.close()
