@@ -102,3 +102,18 @@ def test_garbage_never_escapes_as_an_unexpected_exception(raw: bytes) -> None:
     except MessageDecodeError:
         return
     assert encode_record(amv) is not None
+
+
+@pytest.mark.parametrize(
+    "cls", sorted(RECORD_CLASSES.values(), key=lambda c: c.API_KEY), ids=lambda c: c.__name__
+)
+def test_from_values_builds_what_the_keywords_build(cls: Any) -> None:
+    """`_from_values` takes every field by position, in schema order, and is otherwise __init__."""
+    values = {f.name: (7 if f.type in _INTS else default_of(f)) for f in cls._FIELDS}
+    by_position = cls._from_values(*values.values())
+    assert type(by_position) is cls
+    assert by_position == cls(**values)
+    assert by_position._values() == tuple(values.values())
+    assert by_position._unknown_tagged_fields is None
+    with pytest.raises(TypeError):
+        cls._from_values(*values.values(), None)
