@@ -423,7 +423,7 @@ def encode_batch(batch: RecordBatch) -> bytes:
     return _frame(batch.base_offset, batch.partition_leader_epoch, fields, records_bytes)
 
 
-# zigzag varints of small non-negative ints (offset deltas, lengths), precomputed for the writer
+# zigzag varints of small non-negative ints (offset deltas, lengths), precomputed for the writers
 _SMALL_VARINTS = [encode_varint(n) for n in range(4096)]
 
 
@@ -484,11 +484,76 @@ def build_metadata_batch(
     records: Sequence[ApiMessageAndVersion],
 ) -> bytes:
     """A KRaft data batch: uncompressed, CreateTime, no producer, null keys, framed metadata records."""
-    from protocol.framing import encode_record
-
-    return _kraft_batch(
-        base_offset, leader_epoch, timestamp_ms, 0, [(None, encode_record(r)) for r in records]
+    if not records:
+        raise ValueError("a batch needs at least one record")
+    fields = (
+        0,
+        len(records) - 1,
+        timestamp_ms,
+        timestamp_ms,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        NO_SEQUENCE,
+        len(records),
     )
+    return _frame(base_offset, leader_epoch, fields, _metadata_records_section(records))
+
+
+# What precedes a metadata record's value length at offset delta i: attributes 0, timestamp delta 0,
+# the zigzag varint i, a null key. Grown on demand (a controller batch holds 10,000 records at most).
+_RECORD_HEADS: list[bytes] = []
+
+
+def _metadata_records_section(records: Sequence[ApiMessageAndVersion]) -> bytes:
+    """_simple_records([(None, encode_record(r)) for r in records]) in one pass: the bytes are the
+    same, and the same errors are raised, but each record's writer is looked up once per run of
+    records of one type and version, and no value is copied out on its own (a failed dir writes
+    100,000 PartitionChangeRecords)."""
+    from protocol.framing import _WRITERS, encode_record
+
+    heads = _RECORD_HEADS
+    for i in range(len(heads), len(records)):
+        heads.append(b"\x00\x00" + encode_varint(i) + _NULL_LENGTH)
+    small = _SMALL_VARINTS
+    limit = len(small)
+    writers = _WRITERS
+    out = bytearray()
+    last_type: type | None = None
+    last_version = -1
+    header = b""
+    enc: Any = None
+    value: bytes | bytearray = b""
+    i = 0
+    try:
+        for i, amv in enumerate(records):
+            message = amv.message
+            version = amv.version
+            if type(message) is not last_type or version != last_version:
+                entry = writers.get((type(message), version))
+                if entry is None:
+                    value = encode_record(amv)  # fills the table, or an UnknownRecord's bytes
+                    entry = writers.get((type(message), version))
+                if entry is None:
+                    last_type = None
+                else:
+                    last_type, last_version = type(message), version
+                    header, enc = entry
+            if last_type is not None:
+                value = bytearray(header)
+                enc(message, value)
+            head = heads[i]
+            n = len(value)
+            value_len = small[n] if n < limit else encode_varint(n)
+            size = len(head) + len(value_len) + n + 1
+            out += small[size] if size < limit else encode_varint(size)
+            out += head
+            out += value_len
+            out += value
+            out.append(0)  # no headers
+    except Exception:
+        encode_record(records[i])  # raises the error as encode_record words it
+        raise
+    return bytes(out)
 
 
 def build_control_batch(

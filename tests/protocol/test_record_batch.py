@@ -1,4 +1,5 @@
-"""Record batch v2: the reference's worked example, every header field, corruption and truncation."""
+"""Record batch v2: the reference's worked example, every header field, corruption and truncation, and
+metadata batches written byte for byte as their records framed one by one."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord, control_records
-from protocol.framing import ApiMessageAndVersion
-from protocol.metadata_records import FeatureLevelRecord, NoOpRecord
+from protocol.framing import ApiMessageAndVersion, decode_record, encode_record
+from protocol.message import MessageEncodeError
+from protocol.metadata_records import FeatureLevelRecord, NoOpRecord, PartitionChangeRecord, TopicRecord
 from protocol.record_batch import (
     CONTROL_FLAG,
     TRANSACTIONAL_FLAG,
@@ -28,6 +30,9 @@ from protocol.record_batch import (
     metadata_records,
     read_batch_header,
 )
+from protocol.uuid import Uuid
+
+T = Uuid.from_longs(0x0123456789ABCDEF, 0x0FEDCBA987654321)
 
 # reference 8.3: one NoOpRecord, base offset 0, leader epoch 1, timestamp 0
 NOOP_BATCH = bytes.fromhex(
@@ -216,3 +221,69 @@ def test_positions_scan_and_memoryview_input() -> None:
 def test_empty_batches_cannot_be_built() -> None:
     with pytest.raises(ValueError):
         build_metadata_batch(0, 0, 0, [])
+
+
+# ---- metadata batches are written as records framed one by one --------------------------------------
+
+
+def _one_by_one(base: int, epoch: int, ts: int, records: list[ApiMessageAndVersion]) -> bytes:
+    """The batch build_metadata_batch writes, built the plain way: each record framed on its own."""
+    return encode_batch(
+        RecordBatch(
+            base_offset=base,
+            partition_leader_epoch=epoch,
+            attributes=0,
+            last_offset_delta=len(records) - 1,
+            base_timestamp=ts,
+            max_timestamp=ts,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            records=[
+                Record(
+                    attributes=0,
+                    timestamp_delta=0,
+                    offset_delta=i,
+                    key=None,
+                    value=encode_record(r),
+                    headers=[],
+                )
+                for i, r in enumerate(records)
+            ],
+        )
+    )
+
+
+def test_metadata_batches_are_written_as_records_framed_one_by_one() -> None:
+    # Runs of one type and version, types and versions alternating, an unknown record written back
+    # as read, values longer than the varint table, and offset deltas past one byte.
+    unknown = decode_record(bytes((1, 200, 3)) + b"raw bytes")
+    records = (
+        [
+            ApiMessageAndVersion(PartitionChangeRecord(PartitionId=i, TopicId=T, Leader=-1), 1)
+            for i in range(70)
+        ]
+        + [ApiMessageAndVersion(PartitionChangeRecord(PartitionId=1, TopicId=T, Isr=[1, 2]), 0)]
+        + [ApiMessageAndVersion(TopicRecord(Name="t" * 5000, TopicId=T), 0), unknown]
+        + [ApiMessageAndVersion(NoOpRecord(), 0), unknown, ApiMessageAndVersion(NoOpRecord(), 0)]
+        + [
+            ApiMessageAndVersion(PartitionChangeRecord(PartitionId=i, TopicId=T, Isr=[i]), 1)
+            for i in range(9000)
+        ]
+    )
+    assert type(unknown.message).__name__ == "UnknownRecord"
+    for chunk in (records[:1], records[:75], records):
+        assert build_metadata_batch(7, 3, 1_700_000_000_000, chunk) == _one_by_one(
+            7, 3, 1_700_000_000_000, chunk
+        )
+    assert metadata_records(next(iter_batches(build_metadata_batch(0, 1, 2, records)))) == records
+
+
+def test_a_record_that_cannot_be_written_fails_as_encode_record_says() -> None:
+    bad = ApiMessageAndVersion(PartitionChangeRecord(PartitionId=1, TopicId=T, Isr=["x"]), 1)  # type: ignore[list-item]
+    good = ApiMessageAndVersion(NoOpRecord(), 0)
+    with pytest.raises(MessageEncodeError) as expected:
+        encode_record(bad)
+    with pytest.raises(MessageEncodeError) as got:
+        build_metadata_batch(0, 0, 0, [good, bad, good])
+    assert str(got.value) == str(expected.value)
