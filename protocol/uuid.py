@@ -18,35 +18,49 @@ _MASK64 = (1 << 64) - 1
 _URL_SAFE_TEXT = re.compile(r"[A-Za-z0-9_-]*={0,2}")
 
 
-def _signed64(v: int) -> int:
-    return v - (1 << 64) if v & (1 << 63) else v
+_UNSIGNED_PAIR = struct.Struct(">QQ")
+_SIGNED_PAIR = struct.Struct(">qq")
 
 
 class InvalidUuidError(ValueError):
     """Text or bytes that are not a Kafka Uuid."""
 
 
-class Uuid:
-    """An immutable 128-bit id, ordered as Kafka orders it (signed msb, then signed lsb)."""
+class Uuid(bytes):
+    """An immutable 128-bit id, ordered as Kafka orders it (signed msb, then signed lsb).
 
-    __slots__ = ("_bytes",)
-    _bytes: bytes
+    A Uuid is its 16 bytes: a subclass of `bytes`, so that hashing and equality are bytes' own C code
+    (the hash computed once and kept in the object). The controller and broker images key millions of
+    dict entries by Uuid and by (Uuid, partition), where a Python-level `__hash__` was most of the
+    replay time. Consequences to keep in mind:
+
+    - `isinstance(u, bytes)` is true: anything that turns values into JSON, msgpack or text must test
+      for Uuid before bytes (msgpack packs a Uuid as 16-byte bin without calling a `default` hook).
+    - A Uuid equals the plain `bytes` of its 16 bytes (and hashes alike, as before); no code mixes the two.
+    - `len(u)`, iteration and slicing work as on bytes; `.bytes` is a plain `bytes` copy.
+    - `<`, `<=`, `>`, `>=` keep Kafka's signed order, not bytes' unsigned one.
+    """
+
+    __slots__ = ()
 
     ZERO: ClassVar[Uuid]
     ONE: ClassVar[Uuid]
     METADATA_TOPIC_ID: ClassVar[Uuid]
 
-    def __init__(self, raw: bytes) -> None:
+    def __new__(cls, raw: bytes) -> Uuid:
         if type(raw) is not bytes or len(raw) != 16:
             raise InvalidUuidError(f"a Uuid is 16 bytes, got {raw!r}")
-        object.__setattr__(self, "_bytes", raw)
+        return bytes.__new__(cls, raw)
+
+    # bytes' C hash, not a Python function: the type's hash slot is bytes' own (see tests/protocol/test_uuid.py).
+    __hash__ = bytes.__hash__
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Uuid is immutable")
 
     @classmethod
     def from_longs(cls, msb: int, lsb: int) -> Uuid:
-        return cls(struct.pack(">QQ", msb & _MASK64, lsb & _MASK64))
+        return cls(_UNSIGNED_PAIR.pack(msb & _MASK64, lsb & _MASK64))
 
     @classmethod
     def from_string(cls, text: str) -> Uuid:
@@ -78,50 +92,46 @@ class Uuid:
                 return u
 
     @property
-    def bytes(self) -> bytes:
-        return self._bytes
-
-    @property
     def msb(self) -> int:
-        return _signed64(int.from_bytes(self._bytes[:8], "big"))
+        return _SIGNED_PAIR.unpack(self)[0]
 
     @property
     def lsb(self) -> int:
-        return _signed64(int.from_bytes(self._bytes[8:], "big"))
+        return _SIGNED_PAIR.unpack(self)[1]
 
     def is_reserved(self) -> bool:
         """DirectoryId.reserved: msb == 0 and lsb < 100 (the first hundred ids)."""
-        return self.msb == 0 and 0 <= self.lsb < 100
+        msb, lsb = _SIGNED_PAIR.unpack(self)
+        return msb == 0 and 0 <= lsb < 100
 
     def __str__(self) -> str:
-        return base64.urlsafe_b64encode(self._bytes).rstrip(b"=").decode("ascii")
+        return base64.urlsafe_b64encode(self).rstrip(b"=").decode("ascii")
 
     def __repr__(self) -> str:
         return f"Uuid('{self}')"
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Uuid) and other._bytes == self._bytes
-
-    def __hash__(self) -> int:
-        return hash(self._bytes)
-
-    def _key(self) -> tuple[int, int]:
-        return (self.msb, self.lsb)
+    # No __eq__ here: bytes' own compares the 16 bytes in C (a Python one would cost what it saves).
 
     def __lt__(self, other: Uuid) -> bool:
-        return self._key() < other._key()
+        return _SIGNED_PAIR.unpack(self) < _SIGNED_PAIR.unpack(other)
 
     def __le__(self, other: Uuid) -> bool:
-        return self._key() <= other._key()
+        return _SIGNED_PAIR.unpack(self) <= _SIGNED_PAIR.unpack(other)
 
     def __gt__(self, other: Uuid) -> bool:
-        return self._key() > other._key()
+        return _SIGNED_PAIR.unpack(self) > _SIGNED_PAIR.unpack(other)
 
     def __ge__(self, other: Uuid) -> bool:
-        return self._key() >= other._key()
+        return _SIGNED_PAIR.unpack(self) >= _SIGNED_PAIR.unpack(other)
 
     def __reduce__(self) -> tuple[type[Uuid], tuple[bytes]]:
-        return (Uuid, (self._bytes,))
+        return (Uuid, (bytes(self),))
+
+    # Last in the class body: from here on the name `bytes` in it means this property.
+    @property
+    def bytes(self) -> bytes:
+        """The 16 bytes as a plain `bytes` object (a slice of a bytes subclass is one; faster than bytes())."""
+        return self[:]
 
 
 Uuid.ZERO = Uuid.from_longs(0, 0)

@@ -28,6 +28,7 @@ from protocol.record_batch import (
     metadata_records,
     read_batch_header,
 )
+from protocol.uuid import Uuid
 from tools.analytics.errors import CorruptSpot
 from tools.analytics.splitting import SNAPSHOT, LogRange
 
@@ -46,6 +47,8 @@ _DECODE_ERRORS = (CorruptBatchError, ValueError, IndexError, KeyError, struct.er
 
 def _json_default(value: Any) -> Any:
     """What json cannot write by itself: Uuids as text, bytes as base64 (as to_json_dict does)."""
+    if isinstance(value, Uuid):  # a bytes subclass, so tested first
+        return str(value)
     if isinstance(value, bytes | bytearray | memoryview):
         return base64.b64encode(bytes(value)).decode("ascii")
     return str(value)
