@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import Self
 
 from controller.core.metadata_version import MV_3_2_IV0, MV_3_6_IV0, MV_3_7_IV2, partition_record_version
 from kraftpy.metadata import NO_LEADER, LeaderRecoveryState, PartitionRegistration
@@ -138,11 +138,16 @@ class PartitionChangeBuilder:
         )
 
 
-# A frozen dataclass's __init__ pays for object.__setattr__ per field; one record per changed
-# partition is built here, 100,000 when a dir fails.
+# A frozen dataclass's __init__ pays for object.__setattr__ per field, and a keyword call to the
+# record's __init__ costs twice a positional one; one record per changed partition is built here,
+# 100,000 when a dir fails.
 _new_record = object.__new__
 _set_message = ApiMessageAndVersion.__dict__["message"].__set__
 _set_version = ApiMessageAndVersion.__dict__["version"].__set__
+_change_record = PartitionChangeRecord._from_values  # type: ignore[attr-defined]
+_NO_CHANGE = -2  # PartitionChangeRecord.Leader: the leader stays
+_NO_LRS_CHANGE = -1  # PartitionChangeRecord.LeaderRecoveryState: the state stays
+_record_versions: dict[int, int] = {}
 
 
 def build_change(
@@ -165,7 +170,7 @@ def build_change(
     partitions at once call it directly, with the same rules (module doc)."""
     track_dirs = mv >= MV_3_7_IV2
     # One unpack instead of a property read per use: this runs once per changed partition.
-    p_replicas, p_dirs, p_isr, p_removing, p_adding, p_leader, p_lrs = p[:7]
+    p_replicas, p_dirs, p_isr, p_removing, p_adding, p_leader, p_lrs, _, _, _, _ = p
     replicas = p_replicas if target_replicas is None else target_replicas
     isr = p_isr if target_isr is None else target_isr
     removing = p_removing if target_removing is None else target_removing
@@ -182,35 +187,64 @@ def build_change(
     else:
         dirs = _target_directories(p, replicas, replicas_changed, track_dirs, default_dir, directory_changes)
 
-    fields: dict[str, Any] = {}
+    # Each field stays None (or the record's "no change" value) unless it changes.
     leader, unclean = _elect(p_leader, election, accept, replicas, isr, dirs)
-    if leader != p_leader:
-        fields["Leader"] = leader
+    new_leader = leader if leader != p_leader else _NO_CHANGE
+    new_isr = new_lrs = None
     if unclean:
-        fields["Isr"] = [leader]
+        new_isr = [leader]
         if mv >= MV_3_2_IV0:
-            fields["LeaderRecoveryState"] = LeaderRecoveryState.RECOVERING.value
+            new_lrs = LeaderRecoveryState.RECOVERING.value
     elif isr and isr != p_isr:
-        fields["Isr"] = list(isr)
-        if "Leader" not in fields and (mv < MV_3_6_IV0 or zk_migration) and any(b not in isr for b in p_isr):
-            fields["Leader"] = p_leader
+        new_isr = list(isr)
+        if (
+            new_leader == _NO_CHANGE
+            and (mv < MV_3_6_IV0 or zk_migration)
+            and any(b not in isr for b in p_isr)
+        ):
+            new_leader = p_leader
+    new_replicas = new_dirs = None
     if replicas_changed:
-        fields["Replicas"] = list(replicas)
-        if "Leader" not in fields and any(b not in replicas for b in p_replicas):
-            fields["Leader"] = p_leader
+        new_replicas = list(replicas)
+        if new_leader == _NO_CHANGE and any(b not in replicas for b in p_replicas):
+            new_leader = p_leader
     if track_dirs and (replicas_changed or (dirs is not p_dirs and dirs != p_dirs)):
-        fields["Directories"] = list(dirs)
-    if removing != p_removing:
-        fields["RemovingReplicas"] = list(removing)
-    if adding != p_adding:
-        fields["AddingReplicas"] = list(adding)
-    if target_lrs is not None and "LeaderRecoveryState" not in fields and target_lrs != p_lrs:
-        fields["LeaderRecoveryState"] = target_lrs
-    if not fields:
+        new_dirs = list(dirs)
+    new_removing = list(removing) if removing != p_removing else None
+    new_adding = list(adding) if adding != p_adding else None
+    if target_lrs is not None and new_lrs is None and target_lrs != p_lrs:
+        new_lrs = target_lrs
+    if (
+        new_leader == _NO_CHANGE
+        and new_isr is None
+        and new_lrs is None
+        and new_replicas is None
+        and new_dirs is None
+        and new_removing is None
+        and new_adding is None
+    ):
         return None
+    version = _record_versions.get(mv)
+    if version is None:
+        version = _record_versions[mv] = partition_record_version(mv)
     out = _new_record(ApiMessageAndVersion)
-    _set_message(out, PartitionChangeRecord(PartitionId=partition_id, TopicId=topic_id, **fields))
-    _set_version(out, partition_record_version(mv))
+    _set_message(
+        out,
+        _change_record(
+            partition_id,
+            topic_id,
+            new_isr,
+            new_leader,
+            new_replicas,
+            new_removing,
+            new_adding,
+            _NO_LRS_CHANGE if new_lrs is None else new_lrs,
+            None,
+            None,
+            new_dirs,
+        ),
+    )
+    _set_version(out, version)
     return out
 
 
@@ -246,29 +280,33 @@ def _elect(
 ) -> tuple[int, bool]:
     """(leader, whether it came from an unclean election)."""
     if current != NO_LEADER and current in isr:
-        for i, b in enumerate(replicas):
+        for b, d in zip(replicas, dirs, strict=True):
             if b == current:
-                current_valid = accept(b, dirs[i])
+                current_valid = accept(b, d)
                 break
         else:
             current_valid = False
     else:
         current_valid = False
-    if election is Election.PREFERRED:
+    if election is _PREFERRED:
         if replicas and replicas[0] in isr and accept(replicas[0], dirs[0]):
             return replicas[0], False
         if current_valid:
             return current, False
     elif current_valid:
         return current, False
-    for i, b in enumerate(replicas):
-        if b in isr and accept(b, dirs[i]):
+    for b, d in zip(replicas, dirs, strict=True):
+        if b in isr and accept(b, d):
             return b, False
-    if election is Election.UNCLEAN:
-        for i, b in enumerate(replicas):
-            if accept(b, dirs[i]):
+    if election is _UNCLEAN:
+        for b, d in zip(replicas, dirs, strict=True):
+            if accept(b, d):
                 return b, True
     return NO_LEADER, False
+
+
+_PREFERRED = Election.PREFERRED
+_UNCLEAN = Election.UNCLEAN
 
 
 def completed_reassignment(

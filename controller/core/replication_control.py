@@ -32,6 +32,7 @@ from protocol.metadata_records import BrokerRegistrationChangeRecord, FenceBroke
 from protocol.uuid import Uuid
 
 TopicIdPartition = tuple[Uuid, int]
+_UNSEEN: Any = object()
 
 
 @dataclass(slots=True)
@@ -59,19 +60,30 @@ class OperationView:
 
     A changed partition is kept as (partition before, change) and merged only when read again:
     most operations never look twice, and failing a dir can change 100,000 partitions at once.
+    Changes recorded in bulk (`record_changes`) are not even indexed until something reads one.
     """
 
-    __slots__ = ("_partitions", "default_dir", "registrations", "unclean")
+    __slots__ = ("_partitions", "_unindexed", "default_dir", "registrations", "unclean")
 
     def __init__(self) -> None:
         self._partitions: dict[
             TopicIdPartition, PartitionRegistration | tuple[PartitionRegistration, Any]
         ] = {}
+        self._unindexed: list[list[tuple[TopicIdPartition, PartitionRegistration, Any]]] = []
         self.registrations: dict[int, BrokerRegistration] = {}
         self.unclean: dict[Uuid, bool] = {}
         self.default_dir: Any = None
 
+    def _index(self) -> None:
+        partitions = self._partitions
+        for changes in self._unindexed:
+            for tp, before, change in changes:
+                partitions[tp] = (before, change)
+        self._unindexed = []
+
     def partition(self, tp: TopicIdPartition) -> PartitionRegistration | None:
+        if self._unindexed:
+            self._index()
         entry = self._partitions.get(tp)
         if entry is None or type(entry) is PartitionRegistration:
             return entry
@@ -80,9 +92,18 @@ class OperationView:
         return merged
 
     def record_change(self, tp: TopicIdPartition, before: PartitionRegistration, change: Any) -> None:
+        if self._unindexed:
+            self._index()
         self._partitions[tp] = (before, change)
 
+    def record_changes(self, changes: list[tuple[TopicIdPartition, PartitionRegistration, Any]]) -> None:
+        """Many record_change calls, in order; the list becomes the view's."""
+        if changes:
+            self._unindexed.append(changes)
+
     def changed(self) -> list[tuple[TopicIdPartition, PartitionRegistration]]:
+        if self._unindexed:
+            self._index()
         out = []
         for tp in list(self._partitions):
             p = self.partition(tp)
@@ -91,7 +112,7 @@ class OperationView:
         return out
 
     def has_changes(self) -> bool:
-        return bool(self._partitions)
+        return bool(self._partitions) or bool(self._unindexed)
 
 
 class ReplicationControlManager:
@@ -473,7 +494,10 @@ class ReplicationControlManager:
         earlier = view.has_changes()
         zk_migration = self.zk_migration_enabled
         append = records.append
-        record_change = view.record_change
+        changes: list[tuple[TopicIdPartition, PartitionRegistration, Any]] = []
+        add_change = changes.append
+        # The ISR without broker_to_remove, per ISR: the same few ISRs recur across partitions.
+        shrunk: dict[tuple[int, ...], tuple[int, ...] | None] = {}
         last_topic_id: Uuid | None = None
         topic: TopicControlInfo | None = None
         election = Election.ONLINE
@@ -491,18 +515,21 @@ class ReplicationControlManager:
                 if partition is None:
                     continue
             isr = partition.isr
-            target_isr = (
-                tuple([b for b in isr if b != broker_to_remove])
-                if broker_to_remove != NO_LEADER and broker_to_remove in isr
-                else None
-            )
+            target_isr = shrunk.get(isr, _UNSEEN)
+            if target_isr is _UNSEEN:
+                target_isr = shrunk[isr] = (
+                    tuple([b for b in isr if b != broker_to_remove])
+                    if broker_to_remove != NO_LEADER and broker_to_remove in isr
+                    else None
+                )
             # PartitionChangeBuilder.build's rules, without a builder object per partition.
             record = build_change(
                 partition, topic_id, partition_id, accept, mv, default_dir, zk_migration, election, target_isr
             )
             if record is not None:
                 append(record)
-                record_change(tp, partition, record.message)
+                add_change((tp, partition, record.message))
+        view.record_changes(changes)
 
     def _registration_change(
         self, registration: BrokerRegistration, **fields: int | list[Uuid]
