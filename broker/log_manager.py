@@ -186,17 +186,16 @@ class LogManager:
         publish; else those that changed) and let go of those `deleted`."""
         states = list(states)
         plan = self.placement.apply(states, deleted, full=full)
-        self._sync_partitions(plan, None if full else [st.tp for st in states])
+        self._sync_partitions(plan, None if full else [(st.topic_id, st.partition) for st in states])
         if not plan.is_empty():
             self._plans.put_nowait(plan)
             self._settled.clear()
         self.on_change()
 
-    def _sync_partitions(self, plan: Plan, changed: Iterable[TopicIdPartition] | None) -> None:
-        """Keep one HostedLog per replica the core tracks, where and in the state the core says."""
-        keys = (
-            set(self.placement.replicas) if changed is None else {(t.topic_id, t.partition) for t in changed}
-        )
+    def _sync_partitions(self, plan: Plan, changed: Iterable[tuple[Uuid, int]] | None) -> None:
+        """Keep one HostedLog per replica the core tracks (`changed`: the keys of those to look at,
+        None for all), where and in the state the core says."""
+        replicas = self.placement.replicas
         not_ready = {(t.topic_id, t.partition) for t, _ in plan.creates}
         not_ready |= {(t.topic_id, t.partition) for t, _, _ in plan.promote_futures}
         if self.mover is not None and self.mover.moves:
@@ -211,15 +210,16 @@ class LogManager:
         gone_keys = self.partitions.keys() if changed is None else plan.removed
         for key in [k for k in gone_keys if k in self.partitions and k not in self.placement.replicas]:
             self._close_later([self.partitions.pop(key).go_offline("no longer hosted here")])
-        for key in keys:
-            r = self.placement.replicas.get(key)
+        log_dirs, partitions = self.log_dirs, self.partitions
+        todo = replicas.items() if changed is None else ((k, replicas.get(k)) for k in set(changed))
+        for key, r in todo:
             if r is None:
                 continue
-            where = self.log_dirs.get(r.location) if r.location is not None else None
-            hp = self.partitions.get(key)
+            where = log_dirs.get(r.location) if r.location is not None else None
+            hp = partitions.get(key)
             if hp is None:
                 hp = HostedLog(r.tp, where, self.log_config)
-                self.partitions[key] = hp
+                partitions[key] = hp
                 if where is not None and key not in not_ready:
                     hp.created.set()
             else:

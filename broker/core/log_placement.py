@@ -21,7 +21,7 @@ from typing import Any
 
 import structlog
 
-from broker.core.local_logs import FoundLog, Inventory, LocalFiles, LogKind, duplicate_message
+from broker.core.local_logs import FoundLog, Inventory, LocalFiles, duplicate_message
 from broker.core.partition_state import PartitionState
 from broker.core.placement import PICK, DirView, FutureAction, LocalReplica, choose_dir, decide
 from kraftpy.image import TopicIdPartition
@@ -32,7 +32,7 @@ log = structlog.get_logger("broker.replicas")
 PartitionKey = tuple[Uuid, int]
 
 
-@dataclass
+@dataclass(slots=True)
 class PlacedReplica:
     tp: TopicIdPartition
     assigned: Uuid
@@ -181,6 +181,13 @@ class LogPlacement:
             # Logs on disk that the metadata does not place here, or belong to an older topic of the
             # same name: keep them out of the way (Kafka's stray replicas).
             for files in list(self.inventory.partitions.values()):
+                current = files.current
+                if current is not None and files.future is None and not files.duplicates:
+                    # the usual case, one log: no tuple of candidates to build
+                    if not self._claimed(current):
+                        plan.strays.append(current)
+                        self._forget(current)
+                    continue
                 for found in (*files.currents(), files.future):
                     if found is not None and not self._claimed(found):
                         plan.strays.append(found)
@@ -254,14 +261,18 @@ class LogPlacement:
         return True
 
     def _update(self, st: PartitionState, plan: Plan) -> None:
-        tp, key = st.tp, st.key
+        key = (st.topic_id, st.partition)
         assigned = st.directory
         r = self.replicas.get(key)
         if r is None:
+            tp = st.tp
             r = PlacedReplica(tp, assigned, None)
             self.replicas[key] = r
-        r.tp = tp
-        r.assigned = assigned
+        else:
+            tp = r.tp
+            if tp.topic_name != st.topic_name:
+                tp = r.tp = st.tp
+            r.assigned = assigned
         r.leader = st.leader == self.broker_id
         r.leader_epoch = st.leader_epoch
         if r.reported is not None and r.reported == assigned:
@@ -269,10 +280,10 @@ class LogPlacement:
         if r.location is not None:
             # Already here (or being created): only a report may be due, as the metadata may
             # lag behind a move.
-            self._decide_existing(r, plan)
+            self._decide_existing(r, key, plan)
             return
         if r.failed_dir is not None:
-            self._set_unplaced(key, False)
+            self.unplaced.discard(key)
             return
         files, adopted = self._local(tp, plan)
         if files.duplicates and not self._settle_duplicates(tp, assigned, files, plan):
@@ -281,7 +292,7 @@ class LogPlacement:
             r.offline_reason = duplicate_message(files.currents(), self.paths)
             self._set_location(r, None)
             # LOST: the controller treats the replica as offline until the operator removes a copy.
-            self._maybe_report(r, LOST if self.multi_dir and assigned != LOST else None, plan)
+            self._maybe_report(r, key, LOST if self.multi_dir and assigned != LOST else None, plan)
             return
         d = decide(
             assigned,
@@ -322,19 +333,22 @@ class LogPlacement:
                 plan.creates.append((tp, location))
             else:
                 r.exists = True
-        self._maybe_report(r, report, plan)
+        self._maybe_report(r, key, report, plan)
 
-    def _decide_existing(self, r: PlacedReplica, plan: Plan) -> None:
+    def _decide_existing(self, r: PlacedReplica, key: PartitionKey, plan: Plan) -> None:
         assert r.location is not None
         if r.assigned == r.location or (r.future is not None and r.assigned == r.future):
-            self._set_unplaced(r.key, False)
+            self.unplaced.discard(key)
             return
         d = decide(r.assigned, LocalReplica(r.location, r.future), self.dir_view)
-        self._maybe_report(r, d.report, plan)
+        self._maybe_report(r, key, d.report, plan)
 
-    def _maybe_report(self, r: PlacedReplica, report: Uuid | None, plan: Plan) -> None:
-        self._set_unplaced(r.key, report is not None)
-        if report is None or r.reported == report:
+    def _maybe_report(self, r: PlacedReplica, key: PartitionKey, report: Uuid | None, plan: Plan) -> None:
+        if report is None:
+            self.unplaced.discard(key)
+            return
+        self.unplaced.add(key)
+        if r.reported == report:
             return
         r.reported = report
         plan.reports.append((r.tp, report))
@@ -404,19 +418,14 @@ class LogPlacement:
 
     def on_created(self, topic_id: Uuid, partition: int, dir_id: Uuid) -> None:
         r = self.replicas.get((topic_id, partition))
-        if r is not None and r.location == dir_id:
+        if r is None:
+            return
+        if r.location == dir_id:
             r.exists = True
-        if r is not None:
-            self.inventory.partitions[(r.tp.topic_name, partition)] = LocalFiles(
-                FoundLog(
-                    dir_id,
-                    f"{r.tp.topic_name}-{partition}",
-                    r.tp.topic_name,
-                    partition,
-                    LogKind.LOG,
-                    topic_id,
-                )
-            )
+        # What startup found of this partition is superseded: the replica itself says where its
+        # one log is from now on (no object per replica made to say it again).
+        if self.inventory.partitions:
+            self.inventory.partitions.pop((r.tp.topic_name, partition), None)
 
     def on_future(self, topic_id: Uuid, partition: int, dir_id: Uuid | None) -> None:
         """A move into `dir_id` started (None: it ended without a swap)."""
