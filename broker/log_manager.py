@@ -365,9 +365,9 @@ class LogManager:
         """Queue these replicas' dirs for AssignReplicasToDirs (one clock read and one wake-up for all)."""
         if not reports:
             return
-        now = self.now_ms()
-        for tp, dir_id in reports:
-            self.assignments.on_assignment(now, tp.topic_id, tp.partition, dir_id, LIVES_IN)
+        self.assignments.on_assignments(
+            self.now_ms(), [(tp.topic_id, tp.partition, dir_id) for tp, dir_id in reports], LIVES_IN
+        )
         self.on_change()
 
     # ---- dir failure ---------------------------------------------------------------------------

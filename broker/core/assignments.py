@@ -115,6 +115,18 @@ class AssignmentsManager:
         self.ready[a.key] = a
         self._reschedule(now_ms)
 
+    def on_assignments(self, now_ms: int, assignments: Iterable[tuple[Uuid, int, Uuid]], reason: str) -> None:
+        """`on_assignment` for many (topic id, partition, directory id) at once, with one reason and
+        no callback: one rescheduling for all of them."""
+        ready = self.ready
+        for topic_id, partition, directory_id in assignments:
+            key = PartitionKey(topic_id, partition)
+            prev = ready.get(key)
+            if prev is not None and prev.directory_id != directory_id:
+                log.debug("assignment replaced by a newer one", partition=f"{topic_id}-{partition}")
+            ready[key] = Assignment(topic_id, partition, directory_id, reason, now_ms)
+        self._reschedule(now_ms)
+
     def cancel(self, topic_id: Uuid, partition: int) -> bool:
         """Forget a queued (not in-flight) assignment, e.g. a future replica move that was cancelled."""
         return self.ready.pop(PartitionKey(topic_id, partition), None) is not None

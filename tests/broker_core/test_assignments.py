@@ -97,6 +97,19 @@ def test_duplicates_collapse_and_the_latest_wins() -> None:
     assert req is not None and assigned(req) == {(TOPIC_A, 0): D2}
 
 
+def test_many_at_once_queue_as_one_by_one_would() -> None:
+    m, clock = manager()
+    m.on_assignment(clock.now_ms, TOPIC_A, 0, D2, "found")
+    clock.advance(30)
+    m.on_assignments(clock.now_ms, [(TOPIC_A, 0, D1), (TOPIC_A, 1, D2), (TOPIC_B, 0, D1)], "new")
+    assert m.queued == 3
+    assert m.next_wakeup_ms() == clock.now_ms - 30 + 100  # the earlier deadline is kept
+    clock.now_ms = m.next_wakeup_ms()  # type: ignore[assignment]
+    req = m.poll(clock.now_ms, Everyone(), EPOCH)
+    assert req is not None and assigned(req) == {(TOPIC_A, 0): D1, (TOPIC_A, 1): D2, (TOPIC_B, 0): D1}
+    assert {a.reason for a in m.in_flight.values()} == {"new"}  # type: ignore[union-attr]
+
+
 def test_nothing_is_sent_before_the_broker_has_an_epoch_and_nothing_is_lost() -> None:
     """Field bug 8: assignments made before the manager can send are kept, not refused."""
     m, clock = manager()
