@@ -696,7 +696,11 @@ class MetadataLog:
         log.info("metadata log truncated", dir=str(self.dir), log_end_offset=self.log_end_offset)
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
-        """Drop every segment and start empty at `offset` (after loading a leader's snapshot)."""
+        """Drop every segment and start empty at `offset` (after loading a leader's snapshot).
+
+        Snapshots below `offset` go too, as Kafka's truncateToLatestSnapshot drops them: no log
+        follows them any more, and retention only deletes what lies between the log start and the
+        latest snapshot, so they would stay until the log is next opened."""
         self._check_writable()
         self._segments.start_over_at(offset, _now_ms())
         self._unflushed.clear()
@@ -705,6 +709,11 @@ class MetadataLog:
         self._epochs_dirty = True
         self._dir_dirty = True
         self._flushed_end = offset
+        forgotten = {s: p for s, p in self._snapshots.items() if s.offset < offset}
+        if forgotten:
+            self._snapshots = {s: p for s, p in self._snapshots.items() if s.offset >= offset}
+            for sid, path in forgotten.items():
+                self._unlink_snapshot(sid, path)
 
     # == leader epochs =============================================================================
 

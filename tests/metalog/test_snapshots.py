@@ -252,3 +252,22 @@ def test_a_snapshot_that_cannot_be_deleted_is_logged_and_counted_and_cleaning_go
         assert log.load_image() == image
         log.maybe_clean()  # the file left behind goes at the open, or at the cleaning after it
         assert log.snapshot_ids() == [s2] and not stuck.exists()
+
+
+def test_a_snapshot_that_restarts_the_log_takes_the_older_snapshots_with_it(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path / "leader") as leader:
+        leader.append([mv()], 1, 10)
+        fill(leader, 30)
+        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 1, 1029)
+        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
+        image = leader.load_image()
+    with MetadataLog.open(tmp_path / "follower") as follower:
+        follower.append([mv()], 1, 10)
+        fill(follower, 5)
+        own = follower.write_snapshot(follower.load_image().write(), follower.log_end_offset, 1, 1004)
+        follower.install_snapshot(sid, data)
+        # Nothing follows the follower's own snapshot any more, and retention would never reach it.
+        assert follower.snapshot_ids() == [sid]
+        assert not (follower.dir / own.file_name()).exists()
+        assert follower.maybe_clean() is False
+        assert replace(follower.load_image(), provenance=image.provenance) == image
