@@ -279,13 +279,10 @@ def _elect(
     dirs: tuple[Uuid, ...],
 ) -> tuple[int, bool]:
     """(leader, whether it came from an unclean election)."""
-    if current != NO_LEADER and current in isr:
-        for b, d in zip(replicas, dirs, strict=True):
-            if b == current:
-                current_valid = accept(b, d)
-                break
-        else:
-            current_valid = False
+    # Loops over the replicas only where a candidate can come out of them: an ISR emptied by the
+    # change (the last member's dir failed) elects nobody, cleanly.
+    if current != NO_LEADER and current in isr and current in replicas:
+        current_valid = accept(current, dirs[replicas.index(current)])
     else:
         current_valid = False
     if election is _PREFERRED:
@@ -295,12 +292,13 @@ def _elect(
             return current, False
     elif current_valid:
         return current, False
-    for b, d in zip(replicas, dirs, strict=True):
-        if b in isr and accept(b, d):
-            return b, False
+    if isr:
+        for i, b in enumerate(replicas):
+            if b in isr and accept(b, dirs[i]):
+                return b, False
     if election is _UNCLEAN:
-        for b, d in zip(replicas, dirs, strict=True):
-            if accept(b, d):
+        for i, b in enumerate(replicas):
+            if accept(b, dirs[i]):
                 return b, True
     return NO_LEADER, False
 
