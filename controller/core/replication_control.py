@@ -166,7 +166,7 @@ class ReplicationControlManager:
             raise ValueError(f"PartitionChangeRecord for unknown partition {topic_id}:{partition_id}")
         new = old.merge(record)
         topic.partitions[partition_id] = new
-        self._reindex((topic.id, partition_id), old, new)
+        self._reindex_change((topic.id, partition_id), old, new)
 
     def replay_remove_topic(self, record: Any) -> str:
         """Drops the topic; returns its name so its configs can go too."""
@@ -275,12 +275,14 @@ class ReplicationControlManager:
     ) -> None:
         """_reindex for a PartitionChangeRecord, the case replay meets most: what a change leaves
         alone (replicas and directories by identity, most often) is not looked at."""
-        replicas, directories = new.replicas, new.directories
-        if (old.replicas is not replicas and old.replicas != replicas) or (
-            old.directories is not directories and old.directories != directories
+        # One unpack each instead of a property read per use: 100,000 of these when a dir fails.
+        old_replicas, old_dirs, old_isr, old_removing, old_adding, old_leader, _, _, _, _, _ = old
+        replicas, directories, new_isr, new_removing, new_adding, new_leader, _, _, _, _, _ = new
+        if (old_replicas is not replicas and old_replicas != replicas) or (
+            old_dirs is not directories and old_dirs != directories
         ):
             index = self._replicas
-            for b, d in zip(old.replicas, old.directories, strict=True):
+            for b, d in zip(old_replicas, old_dirs, strict=True):
                 by_dir = index[b]
                 members = by_dir[d]
                 del members[tp]
@@ -290,8 +292,7 @@ class ReplicationControlManager:
                         del index[b]
             for b, d in zip(replicas, directories, strict=True):
                 index.setdefault(b, {}).setdefault(d, {})[tp] = None
-        old_isr, new_isr = old.isr, new.isr
-        if old_isr != new_isr:
+        if old_isr is not new_isr and old_isr != new_isr:
             isr_index = self._isr
             for b in old_isr:
                 if b not in new_isr:
@@ -302,15 +303,14 @@ class ReplicationControlManager:
             for b in new_isr:
                 if b not in old_isr:
                     isr_index.setdefault(b, {})[tp] = None
-        if old.adding_replicas or old.removing_replicas or new.adding_replicas or new.removing_replicas:
-            was = bool(old.adding_replicas or old.removing_replicas)
-            now = bool(new.adding_replicas or new.removing_replicas)
+        if old_adding or old_removing or new_adding or new_removing:
+            was = bool(old_adding or old_removing)
+            now = bool(new_adding or new_removing)
             if was != now:
                 if now:
                     self._reassigning[tp] = None
                 else:
                     del self._reassigning[tp]
-        old_leader, new_leader = old.leader, new.leader
         if old_leader != new_leader:
             if old_leader == NO_LEADER:
                 del self._leaderless[tp]
