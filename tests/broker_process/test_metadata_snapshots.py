@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import json
 from dataclasses import replace
@@ -17,12 +18,14 @@ from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import LogError, MetadataLog, MetadataLogConfig, SnapshotId
 from kraftpy.metalog.files import PARTITION_DIR, parse_snapshot_file_name
 from protocol.record_batch import build_metadata_batch
+from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.transport import RpcClient
 from protocol.uuid import Uuid
 from tests.broker_process.cluster import Cluster, wait_until
 from tests.metalog.helpers import mv, topic_records
 from tests.support.processes import ProcessSet
 
-B = 3
+A, B = 2, 3
 
 
 def own_snapshots(meta_dir: Path) -> list[SnapshotId]:
@@ -137,6 +140,88 @@ def test_broker_cleans_its_metadata_log_by_retention_and_restarts_from_what_is_l
     # Fetching goes on from the end of the cleaned log.
     cluster.create_topic("after", [[B]] * 4)
     wait_until("the new topic placed", lambda: node.health()["replicas"].get("replicas") == 68)
+
+
+def _create_topics(cluster: Cluster, names: list[str], broker: int) -> None:
+    """CreateTopics straight to the controller, without reading its log back (it is being cleaned)."""
+    t_ = CreateTopicsRequest
+    request = t_(
+        Topics=[
+            t_.CreatableTopic(
+                Name=name,
+                NumPartitions=-1,
+                ReplicationFactor=-1,
+                Assignments=[
+                    t_.CreatableReplicaAssignment(PartitionIndex=i, BrokerIds=[broker]) for i in range(4)
+                ],
+            )
+            for name in names
+        ]
+    )
+
+    async def call() -> CreateTopicsResponse:
+        async with RpcClient(f"http://{cluster.controller_address}", timeout=30) as client:
+            return await client.call("CreateTopics", request)
+
+    resp = asyncio.run(call())
+    assert [(t.Name, t.ErrorCode) for t in resp.Topics] == [(name, 0) for name in names]
+
+
+def test_a_broker_behind_the_controllers_cleaned_log_loads_its_snapshot_over_its_own_cleaned_log(
+    tmp_path: Path, procs: ProcessSet
+) -> None:
+    small = {
+        "metadata.log.max.record.bytes.between.snapshots": 2000,
+        "metadata.log.segment.bytes": 2000,
+        "metadata.max.retention.bytes": 0,
+    }
+    cluster = Cluster.create(tmp_path, procs, controller_extra=small)
+    cluster.add_broker(A, [tmp_path / "a1"])
+    cluster.add_broker(B, [tmp_path / "b1"], extra=small)
+    cluster.start_controller()
+    cluster.start_broker(A)
+    cluster.start_broker(B)
+    cluster.wait_running(A)
+    cluster.wait_running(B)
+    node = cluster.brokers[B]
+    _create_topics(cluster, [f"t{i}" for i in range(12)], B)
+    wait_until("placed", lambda: node.health()["replicas"].get("replicas") == 48)
+    wait_until("a snapshot of the broker's own", lambda: own_snapshots(node.metadata_dir))
+    assert cluster.stop_broker(B) == 0
+    with capture_logs(), MetadataLog.open(node.metadata_dir, read_only=True) as mlog:
+        broker_end = mlog.log_end_offset
+        own = mlog.snapshot_ids()
+
+    # While the broker is down (topics go to broker A meanwhile) the controller moves its own log
+    # start past the broker's log end.
+    assert cluster.controller_meta is not None
+    controller_part = cluster.controller_meta / PARTITION_DIR
+
+    def controller_log_start() -> int:
+        return min(int(p.name.split(".")[0]) for p in controller_part.glob("*.log"))
+
+    batch = 0
+    while controller_log_start() <= broker_end:
+        assert batch < 40, "the controller never cleaned its log past the broker's end"
+        _create_topics(cluster, [f"u{batch}-{i}" for i in range(4)], A)
+        batch += 1
+
+    cluster.start_broker(B)
+    cluster.wait_running(B)
+    # A topic created now reaches the broker only once it has everything before it.
+    _create_topics(cluster, ["late"], B)
+    wait_until("the late topic placed", lambda: node.health()["replicas"].get("replicas") == 52)
+    assert node.proc is not None
+    text = node.proc.log_text()
+    assert log_lines(text, "loading the controller's snapshot")
+    assert log_lines(text, "metadata image loaded from the local log")
+    assert cluster.stop_broker(B) == 0
+    with capture_logs(), MetadataLog.open(node.metadata_dir, read_only=True) as mlog:
+        start = mlog.log_start_offset
+        kept = mlog.snapshot_ids()
+    # The broker's own snapshots below the controller's went with the log they belonged to.
+    assert start > broker_end
+    assert all(sid.offset >= start for sid in kept) and not set(own) & set(kept)
 
 
 def _batches(start: int, topics: range, epoch: int = 1) -> bytes:
