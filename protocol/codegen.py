@@ -8,6 +8,8 @@ varints (nearly every length and count) take an inline path.
 A reader has the signature `(buf: bytes, pos: int) -> (instance, next_pos)`; a writer
 `(instance, out: bytearray) -> None`. Both raise plain exceptions (IndexError, struct.error,
 UnicodeDecodeError, ...) on bad input; protocol.framing turns them into the codec's errors.
+A writer puts a Uuid in as it is (a Uuid is a bytes subclass, its own 16 bytes) rather than through
+`.bytes`, which copies them; any other value still goes through `.bytes`, and fails there as before.
 """
 
 from __future__ import annotations
@@ -592,8 +594,16 @@ class _Gen:
                     run.append(normal[i + len(run)])
                 fmt = ">" + "".join(FIXED_TYPES[g.type] for g in run)
                 s = src.const(struct.Struct(fmt), "_S")
-                args = ", ".join(f"o.{g.name}.bytes" if g.type == "uuid" else f"o.{g.name}" for g in run)
-                src.add(1, f"w += {s}.pack({args})")
+                args = []
+                for g in run:
+                    if g.type == "uuid":
+                        u = src.name("u")
+                        src.add(1, f"{u} = o.{g.name}")
+                        src.add(1, f"if type({u}) is not _Uuid: {u} = {u}.bytes  # a Uuid is its bytes")
+                        args.append(u)
+                    else:
+                        args.append(f"o.{g.name}")
+                src.add(1, f"w += {s}.pack({', '.join(args)})")
                 i += len(run)
             else:
                 x = src.name("x")
@@ -626,7 +636,7 @@ class _Gen:
             add(1, f"if {self._differs(struct_cls, f, x)}:")
             if not f.is_array and f.type in FIXED_TYPES:
                 if f.type == "uuid":
-                    add(2, f"{t} = {x}.bytes")
+                    add(2, f"{t} = {x} if type({x}) is _Uuid else {x}.bytes")
                 else:
                     add(2, f"{t} = {src.const(struct.Struct('>' + FIXED_TYPES[f.type]), '_S')}.pack({x})")
             else:
@@ -704,7 +714,7 @@ class _Gen:
         self._write_length(f"len({x})", out, ind, "array")
         if etype in FIXED_TYPES:
             if etype == "uuid":
-                add(ind, f"for u in {x}: {out} += u.bytes")
+                add(ind, f"for u in {x}: {out} += u if type(u) is _Uuid else u.bytes")
             else:
                 code = FIXED_TYPES[etype]
                 table = _ARRAY_TABLE_NAMES[code]
@@ -734,7 +744,7 @@ class _Gen:
     ) -> None:
         add = self.src.add
         if etype == "uuid":
-            add(ind, f"{out} += {x}.bytes")
+            add(ind, f"{out} += {x} if type({x}) is _Uuid else {x}.bytes")
         elif etype in FIXED_TYPES:
             s = self.src.const(struct.Struct(">" + FIXED_TYPES[etype]), "_S")
             add(ind, f"{out} += {s}.pack({x})")

@@ -318,6 +318,15 @@ def test_bad_values_are_encode_errors() -> None:
         encode_record(ApiMessageAndVersion(PartitionRecord(PartitionId=2**40, TopicId=T), 0))
     with pytest.raises(MessageEncodeError, match="not a metadata record"):
         encode_record(ApiMessageAndVersion("hello", 0))
+    # Only a Uuid goes in as its own bytes: 16 plain bytes are refused wherever a uuid is written.
+    raw = T.bytes
+    for record, version in (
+        (TopicRecord(Name="t", TopicId=raw), 0),  # a fixed-width run
+        (PartitionRecord(TopicId=T, Replicas=[1], Directories=[raw]), 1),  # an array
+        (PartitionChangeRecord(TopicId=raw, Leader=1), 0),  # a fixed-width run before the tags
+    ):
+        with pytest.raises(MessageEncodeError, match="no attribute 'bytes'"):
+            encode_record(ApiMessageAndVersion(record, version))
 
 
 @pytest.mark.parametrize(
