@@ -107,26 +107,31 @@ def test_broker_cleans_its_metadata_log_by_retention_and_restarts_from_what_is_l
     def segment_bases() -> list[int]:
         return sorted(int(p.name.split(".")[0]) for p in part.glob("*.log"))
 
-    taken: set[SnapshotId] = set()
-
     def cleaned() -> bool:
-        taken.update(own_snapshots(node.metadata_dir))
-        return len(taken) >= 3 and len(own_snapshots(node.metadata_dir)) == 1 and segment_bases()[0] > 0
+        assert node.proc is not None
+        return (
+            bool(log_lines(node.proc.log_text(), "broker metadata log cleaned"))
+            and len(own_snapshots(node.metadata_dir)) == 1
+            and segment_bases()[0] > 0
+        )
 
     for i in range(16):
         cluster.create_topic(f"t{i}", [[B]] * 4)
-    wait_until("snapshots taken and the ones before the latest cleaned", cleaned)
     wait_until("placed", lambda: node.health()["replicas"].get("replicas") == 64)
+    wait_until("snapshots taken and the ones before the latest cleaned", cleaned)
     before = node.health()["metadata_offset"]
     assert cluster.stop_broker(B) == 0
+    assert node.proc is not None
+    taken = [line["end_offset"] for line in log_lines(node.proc.log_text(), "broker metadata snapshot taken")]
 
     latest = own_snapshots(node.metadata_dir)[-1]
-    assert min(taken) < latest
-    assert not (part / min(taken).file_name()).exists()
+    assert len(taken) >= 2 and latest.offset >= taken[-1]
+    assert taken[0] not in {sid.offset for sid in own_snapshots(node.metadata_dir)}
     with capture_logs(), MetadataLog.open(node.metadata_dir, read_only=True) as mlog:
-        # Segments wholly before the latest snapshot are gone; what is left still loads.
+        # Segments wholly before a cleaned snapshot are gone; what is left still loads. (The
+        # controller's idle NoOps may bring one more snapshot just before the stop, not yet cleaned.)
         assert 0 < mlog.log_start_offset <= latest.offset
-        assert mlog.snapshot_ids() == [latest]
+        assert mlog.snapshot_ids()[-1] == latest and len(mlog.snapshot_ids()) <= 2
         image = mlog.load_image()
     assert len(image.topics.topics_by_name) == 16
 
