@@ -8,8 +8,9 @@ since the last one, or (KIP-876) once the oldest record not in a snapshot is
 `metadata.log.max.snapshot.interval.ms` old (0 turns the time trigger off); never twice for the same
 offset, one at a time.
 
-A record's age counts from the first `due` that saw it (the shells ask right after each append);
-records already beyond the last snapshot when the policy was made count from `last_snapshot_ms`.
+A record's age counts from the first `due` that saw it: the controller asks after each commit and
+once a second, the broker after each fetch once what it applied is below the high watermark. Records
+already beyond the last snapshot when the policy was made count from `last_snapshot_ms`.
 So a quiet hour after a snapshot does not make the next record snapshot at once: it waits its own
 interval, as KIP-876 says.
 """
