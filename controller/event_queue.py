@@ -321,9 +321,13 @@ class ControllerEventQueue:
         if records:
             # Refusals (a batch too large to be atomic) reach the caller before anything changed.
             prepared = self._sink.prepare(records, result.is_atomic)
+            replay = self._replay
+            offset = base
             try:
-                for i, record in enumerate(records):
-                    self._replay(record, base + i)
+                # A dir failure replays 100,000 records here: nothing per record but the call.
+                for record in records:
+                    replay(record, offset)
+                    offset += 1
             except Exception as e:
                 raise _FatalError(f"replaying its own record failed: {e!r}") from e
             try:
