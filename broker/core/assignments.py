@@ -191,16 +191,19 @@ class AssignmentsManager:
         self.previous_global_failures = 0
         succeeded: list[Assignment] = []
         retried: list[Assignment] = []
-        answered: set[PartitionKey] = set()
+        answered: set[tuple[Uuid, int]] = set()
+        ok = int(Errors.NONE)
         for d in response.Directories:
             for t in d.Topics:
+                topic_id = t.TopicId
                 for p in t.Partitions:
-                    key = PartitionKey(t.TopicId, p.PartitionIndex)
+                    # a plain tuple finds the PartitionKey it equals
+                    key = (topic_id, p.PartitionIndex)
                     a = sent.get(key)
                     if a is None or key in answered:
                         continue
                     answered.add(key)
-                    if p.ErrorCode == Errors.NONE:
+                    if p.ErrorCode == ok:
                         succeeded.append(a)
                     else:
                         retried.append(a)
@@ -211,9 +214,10 @@ class AssignmentsManager:
                                 error=_error_name(p.ErrorCode),
                                 queued_ms=now_ms - a.submitted_ms,
                             )
-        for key, a in sent.items():
-            if key not in answered:
-                retried.append(a)
+        if len(answered) < len(sent):
+            for key, a in sent.items():
+                if key not in answered:
+                    retried.append(a)
         for a in retried:
             self.ready.setdefault(a.key, a)
         for a in succeeded:
