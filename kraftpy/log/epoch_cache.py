@@ -85,9 +85,10 @@ class LeaderEpochCache:
 
     def epoch_for_offset(self, offset: int) -> int | None:
         """The epoch the batch holding `offset` was written in, if the history reaches back that far."""
-        starts = [e.start_offset for e in self._entries]
+        entries = self._entries  # one list throughout: a cleaning on the dir's thread may replace it
+        starts = [e.start_offset for e in entries]
         i = bisect.bisect_right(starts, offset)
-        return None if i == 0 else self._entries[i - 1].epoch
+        return None if i == 0 else entries[i - 1].epoch
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> OffsetAndEpoch:
         """The largest epoch <= `requested_epoch` and the offset where it ended (endOffsetFor).
@@ -96,14 +97,16 @@ class LeaderEpochCache:
         the requested epoch and the first start offset; an unknown or newer epoch gives
         (UNDEFINED_OFFSET, UNDEFINED_EPOCH).
         """
-        if requested_epoch == UNDEFINED_EPOCH or not self._entries:
+        # One list throughout: the loop answers while a cleaning on the dir's thread may replace it.
+        entries = self._entries
+        if requested_epoch == UNDEFINED_EPOCH or not entries:
             return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
-        if requested_epoch == self.latest_epoch:
+        if requested_epoch == entries[-1].epoch:
             return OffsetAndEpoch(log_end_offset, requested_epoch)
-        epochs = [e.epoch for e in self._entries]
+        epochs = [e.epoch for e in entries]
         higher = bisect.bisect_right(epochs, requested_epoch)
-        if higher == len(self._entries):
+        if higher == len(entries):
             return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
         if higher == 0:
-            return OffsetAndEpoch(self._entries[0].start_offset, requested_epoch)
-        return OffsetAndEpoch(self._entries[higher].start_offset, self._entries[higher - 1].epoch)
+            return OffsetAndEpoch(entries[0].start_offset, requested_epoch)
+        return OffsetAndEpoch(entries[higher].start_offset, entries[higher - 1].epoch)
