@@ -76,6 +76,22 @@ Guard = Callable[[str, "Handler"], "Handler"]
 CONNECTIONS = web.AppKey("kraftpy_connections", dict)
 """{transport: RequestContext} of every connection start_server accepted and has not closed."""
 
+
+@dataclasses.dataclass(slots=True, eq=False)
+class _RpcState:
+    """What serving an RPC reads, gathered once per app: the very objects its app keys hold (callers
+    change those in place), read through attributes instead of the app's mapping on every request."""
+
+    specs: dict[str, ApiSpec]
+    handlers: dict[str, Handler]
+    metrics: _RpcMetrics
+    connections: dict[Any, RequestContext]
+    guard: list[Guard | None]
+    body_timeout_s: float
+
+
+RPC_STATE = web.AppKey("kraftpy_rpc_state", _RpcState)
+
 LOOP_LAG_INTERVAL_S = 0.02
 """How often the loop-lag probe wakes: a stall shows as a wake-up that much later than asked."""
 LOOP_STALL_WARN_S = 0.1
@@ -177,18 +193,28 @@ def create_app(
     other parts of the process register their metrics in `app[REGISTRY]`.
     """
     app = web.Application(client_max_size=client_max_size)
-    app[SPECS] = dict(API_SPECS if specs is None else specs)
-    app[HANDLERS] = {}
     if registry is None:
         registry = CollectorRegistry()
         ProcessCollector(registry=registry)
+    # A one-slot list for the guard, so it can be installed after the app started (app state is
+    # frozen then); the health hook's likewise.
+    state = _RpcState(
+        specs=dict(API_SPECS if specs is None else specs),
+        handlers={},
+        metrics=_RpcMetrics(registry),
+        connections={},
+        guard=[None],
+        body_timeout_s=body_timeout_s,
+    )
+    app[RPC_STATE] = state
+    app[SPECS] = state.specs
+    app[HANDLERS] = state.handlers
     app[REGISTRY] = registry
-    app[METRICS] = _RpcMetrics(registry)
+    app[METRICS] = state.metrics
     app[BODY_TIMEOUT] = body_timeout_s
-    app[CONNECTIONS] = {}
-    # A one-slot list, so a hook can be installed after the app started (app state is frozen then).
+    app[CONNECTIONS] = state.connections
     app[HEALTH_HOOK] = [health]
-    app[GUARD] = [None]
+    app[GUARD] = state.guard
     for name, handler in (handlers or {}).items():
         add_handler(app, name, handler)
     app.cleanup_ctx.append(_loop_lag_probe)
@@ -252,9 +278,7 @@ def set_guard(app: web.Application, guard: Guard | None) -> None:
 
 def served_handler(app: web.Application, api: str) -> Handler | None:
     """The handler a request for `api` runs: the registered one behind the app's guard."""
-    handler = app[HANDLERS].get(api)
-    guard = app[GUARD][0]
-    return guard(api, handler) if handler is not None and guard is not None else handler
+    return _served(app[RPC_STATE], api)
 
 
 def set_health_hook(app: web.Application, hook: HealthHook | None) -> None:
@@ -278,13 +302,29 @@ def _reply(
     )
 
 
+def _answer_headers(encoding: Encoding, version: int) -> Mapping[str, str]:
+    """The headers of an answer (200) in `encoding` at `version`, built once per pair: web.Response
+    copies the headers it is given, so they are shared, never changed."""
+    key = (encoding, version)
+    found = _ANSWER_HEADERS.get(key)
+    if found is None:
+        found = _ANSWER_HEADERS[key] = {
+            codec.API_VERSION_HEADER: str(version),
+            hdrs.CONTENT_TYPE: codec.CONTENT_TYPES[encoding],
+        }
+    return found
+
+
+_ANSWER_HEADERS: dict[tuple[Encoding, int], dict[str, str]] = {}
+
+
 def _header_safe(text: str) -> str:
     # Header values must be one latin-1 line.
     flat = " ".join(text.split())
     return flat.encode("latin-1", "replace").decode("latin-1")[:1000]
 
 
-def _body_encoding(request: web.Request) -> Encoding | None:
+def _body_encoding(request: web.BaseRequest) -> Encoding | None:
     raw = request.headers.get(hdrs.CONTENT_TYPE)
     # The header as clients send it is found without parsing it.
     found = _BY_HEADER.get(raw) if raw is not None else None
@@ -295,27 +335,30 @@ _BY_HEADER: dict[str, Encoding] = {mime: enc for enc, mime in codec.CONTENT_TYPE
 
 
 async def _rpc(request: web.Request) -> web.Response:
-    app = request.app
-    api = request.match_info["api"]
+    """The route of `POST /rpc/{api}`: requests the fast path of start_server's listeners did not take."""
+    return await _call(request.app[RPC_STATE], request, request.match_info["api"])
+
+
+async def _call(state: _RpcState, request: web.BaseRequest, api: str) -> web.Response:
     start = time.perf_counter()
     declared = _body_encoding(request)
     outcome = Errors.NONE
     # aiohttp runs each request in its own task, so the context is this request's alone.
-    token = REQUEST_CONTEXT.set(_request_context(request))
+    token = REQUEST_CONTEXT.set(_request_context(state, request))
     try:
-        response, outcome = await _serve(request, api, declared)
+        response, outcome = await _serve(state, request, api, declared)
         return response
     finally:
         REQUEST_CONTEXT.reset(token)
-        series = app[METRICS].of(api if api in app[SPECS] else "unknown")
+        series = state.metrics.of(api if api in state.specs else "unknown")
         series.requests.inc()
         series.errors(outcome).inc()
         series.latency.observe((time.perf_counter() - start) * 1000)
 
 
-def _request_context(request: web.Request) -> RequestContext:
+def _request_context(state: _RpcState, request: web.BaseRequest) -> RequestContext:
     transport = request.transport
-    base = request.app[CONNECTIONS].get(transport) if transport is not None else None
+    base = state.connections.get(transport) if transport is not None else None
     if base is None:
         # A connection start_server did not accept (an app served by a runner of the caller's own).
         base = RequestContext(listener="", client_id="", client_host=request.remote or "")
@@ -323,13 +366,20 @@ def _request_context(request: web.Request) -> RequestContext:
     return dataclasses.replace(base, client_id=client_id) if client_id else base
 
 
-async def _serve(request: web.Request, api: str, declared: Encoding | None) -> tuple[web.Response, Errors]:
-    app = request.app
+def _served(state: _RpcState, api: str) -> Handler | None:
+    handler = state.handlers.get(api)
+    guard = state.guard[0]
+    return guard(api, handler) if handler is not None and guard is not None else handler
+
+
+async def _serve(
+    state: _RpcState, request: web.BaseRequest, api: str, declared: Encoding | None
+) -> tuple[web.Response, Errors]:
     encoding: Encoding = declared or "json"
-    spec: ApiSpec | None = app[SPECS].get(api)
-    handler = served_handler(app, api)
+    spec: ApiSpec | None = state.specs.get(api)
+    handler = _served(state, api)
     if spec is None or handler is None:
-        msg = f"this process does not serve API '{api}'; it serves: {', '.join(sorted(app[HANDLERS])) or 'none'}"
+        msg = f"this process does not serve API '{api}'; it serves: {', '.join(sorted(state.handlers)) or 'none'}"
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 404), Errors.INVALID_REQUEST
 
     if declared is None:
@@ -337,10 +387,10 @@ async def _serve(request: web.Request, api: str, declared: Encoding | None) -> t
         return _reply(_error_body(Errors.INVALID_REQUEST, msg), encoding, 400), Errors.INVALID_REQUEST
 
     limit = request.client_max_size
-    too_large = f"request body larger than socket.request.max.bytes={limit}"
     # Refused before reading when the size is announced, so an oversized body costs no memory.
-    if request.content_length is not None and request.content_length > limit:
-        return _reply(_error_body(Errors.INVALID_REQUEST, too_large), encoding, 413), Errors.INVALID_REQUEST
+    announced = request.content_length
+    if announced is not None and announced > limit:
+        return _too_large(limit, encoding), Errors.INVALID_REQUEST
     try:
         version = _requested_version(request, spec)
         try:
@@ -352,14 +402,12 @@ async def _serve(request: web.Request, api: str, declared: Encoding | None) -> t
                 if len(body) > limit:
                     raise web.HTTPRequestEntityTooLarge(limit, len(body))
             else:
-                async with asyncio.timeout(app[BODY_TIMEOUT]):
+                async with asyncio.timeout(state.body_timeout_s):
                     body = await request.read()
         except web.HTTPRequestEntityTooLarge:
-            return _reply(
-                _error_body(Errors.INVALID_REQUEST, too_large), encoding, 413
-            ), Errors.INVALID_REQUEST
+            return _too_large(limit, encoding), Errors.INVALID_REQUEST
         except TimeoutError:
-            slow = f"the request body did not arrive within {app[BODY_TIMEOUT]:g}s"
+            slow = f"the request body did not arrive within {state.body_timeout_s:g}s"
             return _reply(
                 _error_body(Errors.REQUEST_TIMED_OUT, slow), encoding, 408
             ), Errors.REQUEST_TIMED_OUT
@@ -384,10 +432,15 @@ async def _serve(request: web.Request, api: str, declared: Encoding | None) -> t
         return await _answer(api, spec, handler, req, version, encoding, large)
 
 
+def _too_large(limit: int, encoding: Encoding) -> web.Response:
+    too_large = f"request body larger than socket.request.max.bytes={limit}"
+    return _reply(_error_body(Errors.INVALID_REQUEST, too_large), encoding, 413)
+
+
 async def _answer(
     api: str, spec: ApiSpec, handler: Handler, req: RpcMessage, version: int, encoding: Encoding, large: bool
 ) -> tuple[web.Response, Errors]:
-    headers: dict[str, str] = {codec.API_VERSION_HEADER: str(version)}
+    message: str | None = None
     try:
         resp = await handler(req, version)
         # pydantic models' metaclass makes isinstance() slow; the exact class is the usual answer.
@@ -405,21 +458,24 @@ async def _answer(
     except KafkaError as e:
         code = e.code
         if e.message:
-            headers[codec.ERROR_MESSAGE_HEADER] = _header_safe(e.message)
+            message = _header_safe(e.message)
         payload = _encode(spec.error_response(code), version, encoding)
     except Exception:
         log.exception("rpc handler failed", api=api, api_version=version)
         code = Errors.UNKNOWN_SERVER_ERROR
-        headers[codec.ERROR_MESSAGE_HEADER] = "Unexpected server error"
+        message = "Unexpected server error"
         payload = _encode(spec.error_response(code), version, encoding)
-    return _reply(payload, encoding, 200, headers), code
+    headers = _answer_headers(encoding, version)
+    if message is not None:
+        headers = {**headers, codec.ERROR_MESSAGE_HEADER: message}
+    return web.Response(body=payload, headers=headers), code
 
 
 _ERRORS: dict[int, Errors] = {int(e): e for e in Errors}
 """Errors by code: a dict look-up instead of the enum's call."""
 
 
-def _requested_version(request: web.Request, spec: ApiSpec) -> int:
+def _requested_version(request: web.BaseRequest, spec: ApiSpec) -> int:
     raw = request.headers.get(codec.API_VERSION_HEADER)
     if raw is None:
         return spec.max_version
@@ -668,6 +724,37 @@ class _ListenerSite(web.TCPSite):
             gate.abort()
 
 
+def _take_rpc_first(app: web.Application, runner: web.AppRunner) -> None:
+    """Have `runner`'s server answer `POST /rpc/<an API of the app>` itself, and hand every other
+    request to the app as before.
+
+    An RPC then skips the router's resolve, its match info and the middleware chain: what one costs
+    aiohttp is most of what a heartbeat costs the controller. It is answered by the same code as the
+    app's route, so only an app with middlewares of its own (which must see every request), or a
+    request the route would not take the same way (another path spelling, a query string, an
+    `Expect` header), goes through the app."""
+    server = runner.server
+    state = app.get(RPC_STATE)
+    if server is None or state is None or app.middlewares:
+        return
+    specs = state.specs
+    routed = server.request_handler
+
+    async def dispatch(request: web.BaseRequest) -> web.StreamResponse:
+        path = request.raw_path
+        if (
+            path.startswith("/rpc/")
+            and path[5:] in specs
+            and request.method == hdrs.METH_POST
+            and hdrs.EXPECT not in request.headers
+        ):
+            return await _call(state, request, path[5:])
+        return await routed(request)
+
+    # Read by each connection's handler when it is made: set before the listener accepts any.
+    server.request_handler = dispatch
+
+
 async def start_server(
     app: web.Application,
     host: str = "127.0.0.1",
@@ -700,6 +787,7 @@ async def start_server(
             keepalive_timeout=idle_timeout_s if idle_timeout_s >= 0 else NO_IDLE_LIMIT_S,
         )
     await runner.setup()
+    _take_rpc_first(app, runner)
     spec = _Listener(
         app=app,
         name=listener,
