@@ -730,12 +730,12 @@ def _take_rpc_first(app: web.Application, runner: web.AppRunner) -> None:
 
     An RPC then skips the router's resolve, its match info and the middleware chain: what one costs
     aiohttp is most of what a heartbeat costs the controller. It is answered by the same code as the
-    app's route, so only an app with middlewares of its own (which must see every request), or a
-    request the route would not take the same way (another path spelling, a query string, an
-    `Expect` header), goes through the app."""
+    app's route, so only an app with middlewares or response-prepare hooks of its own (which must see
+    every request), or a request the route would not take the same way (another path spelling, a
+    query string, an `Expect` header), goes through the app."""
     server = runner.server
     state = app.get(RPC_STATE)
-    if server is None or state is None or app.middlewares:
+    if server is None or state is None or app.middlewares or app.on_response_prepare:
         return
     specs = state.specs
     routed = server.request_handler

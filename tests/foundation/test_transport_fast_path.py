@@ -150,3 +150,20 @@ async def test_metrics_count_an_rpc_answered_by_the_listener(urls: tuple[str, st
     assert 'kafka_network_requestmetrics_errors_total{error="NONE",request="BrokerHeartbeat"} 1.0' in text
     assert 'kafka_network_requestmetrics_totaltimems_count{request="BrokerHeartbeat"} 2.0' in text
     assert seen == [(1, 1, "L"), (13, 1, "L")]
+
+
+async def test_an_app_with_a_response_prepare_hook_sees_every_rpc_answer() -> None:
+    app = create_app({"BrokerHeartbeat": heartbeat})
+    prepared: list[int] = []
+
+    async def on_prepare(request: web.Request, response: web.StreamResponse) -> None:
+        prepared.append(response.status)
+
+    app.on_response_prepare.append(on_prepare)
+    runner, port = await start_server(app, "127.0.0.1", 0)
+    try:
+        async with RpcClient(f"http://127.0.0.1:{port}") as c:
+            await c.call("BrokerHeartbeat", BrokerHeartbeatRequest(BrokerId=1))
+    finally:
+        await runner.cleanup()
+    assert prepared == [200]
