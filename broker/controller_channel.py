@@ -90,6 +90,10 @@ class ControllerChannel:
         assert last is not None
         raise last
 
+    def sent_bytes(self, api: str) -> int:
+        """Request body bytes of `api` posted to any voter."""
+        return sum(c.sent_bytes[api] for c in self._clients.values())
+
     def describe(self) -> dict[str, int]:
         return {"leader_id": self.leader.leader_id, "leader_epoch": self.leader.leader_epoch}
 

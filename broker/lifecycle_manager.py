@@ -25,7 +25,7 @@ from broker.tasks import BrokerTasks
 from kraftpy.config import KafkaConfig
 from kraftpy.storage.metadata_version import LATEST_LEVEL
 from protocol.rpc.broker_registration import BrokerRegistrationRequest
-from protocol.transport import RpcConnectionError, RpcError, codec
+from protocol.transport import RpcConnectionError, RpcError
 from protocol.uuid import Uuid
 
 log = structlog.get_logger("broker.lifecycle")
@@ -94,8 +94,6 @@ class BrokerLifecycleManager:
         self._on_shutdown = on_shutdown
         self.started_at = started_at
         self.unfenced_at: float | None = None
-        self.assignment_bytes = 0
-        """Bytes of AssignReplicasToDirs bodies sent (msgpack), for the startup benchmark."""
         self._wakeup = asyncio.Event()
 
     def start(self) -> None:
@@ -161,8 +159,12 @@ class BrokerLifecycleManager:
         self._on_heartbeat()
         self.wake()
 
+    @property
+    def assignment_bytes(self) -> int:
+        """Bytes of AssignReplicasToDirs bodies sent (msgpack), for the startup benchmark."""
+        return self._client.sent_bytes("AssignReplicasToDirs")
+
     async def _send_assignments(self, req: Any) -> None:
-        self.assignment_bytes += len(codec.encode(req.to_wire(0, "msgpack"), "msgpack"))
         resp, err = await self._call("AssignReplicasToDirs", req)
         self.assignments.on_response(self._now_ms(), resp, err)
         self._on_assignments()

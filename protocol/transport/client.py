@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import random
 import ssl as _ssl
+from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,8 @@ class RpcClient:
         self.encoding: Encoding = encoding
         self._specs = API_SPECS if specs is None else specs
         self._session: aiohttp.ClientSession | None = None
+        self.sent_bytes: Counter[str] = Counter()
+        """Request body bytes posted, per API (each attempt counts)."""
 
     def _session_or_new(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -115,6 +118,7 @@ class RpcClient:
         for attempt in range(max(1, policy.attempts)):
             if attempt:
                 await asyncio.sleep(policy.delay(attempt - 1))
+            self.sent_bytes[api] += len(body)
             try:
                 async with self._session_or_new().post(
                     url, data=body, headers=headers, timeout=per_call

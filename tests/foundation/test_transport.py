@@ -20,6 +20,7 @@ from protocol.transport import (
     RpcConnectionError,
     RpcError,
     add_handler,
+    codec,
     create_app,
     set_health_hook,
     start_server,
@@ -82,6 +83,13 @@ async def test_client_round_trip_both_encodings(server: tuple[web.Application, s
             )
             assert resp == BrokerHeartbeatResponse(IsCaughtUp=True, IsFenced=False)
         resp = await c.call("BrokerHeartbeat", BrokerHeartbeatRequest(BrokerId=1), version=0)
+        sent = [
+            (BrokerHeartbeatRequest(BrokerId=1, OfflineLogDirs=[d]), 1, "msgpack"),
+            (BrokerHeartbeatRequest(BrokerId=1, OfflineLogDirs=[d]), 1, "json"),
+            (BrokerHeartbeatRequest(BrokerId=1), 0, "msgpack"),
+        ]
+        expected = sum(len(codec.encode(r.to_wire(v, e), e)) for r, v, e in sent)
+        assert c.sent_bytes == {"BrokerHeartbeat": expected}
     assert [v for _, v in calls] == [1, 1, 0]
     assert calls[0][0].OfflineLogDirs == [d] and calls[1][0].OfflineLogDirs == [d]
 
