@@ -104,9 +104,10 @@ class SnapshotGenerator:
         policy = self._policy
         bytes_covered = policy.bytes_since
         try:
-            image = self._committed.image()
-            end = self._committed.end_offset
-            if self._committed.in_transaction or image.is_empty():
+            image, end, in_transaction = await asyncio.get_running_loop().run_in_executor(
+                self._executor, self._committed.fold
+            )
+            if in_transaction or image.is_empty():
                 policy.failed()
                 return
             records: list[Any] = await asyncio.get_running_loop().run_in_executor(self._executor, image.write)

@@ -129,7 +129,7 @@ async def test_snapshot_generator_writes_committed_records_and_none_once_shuttin
     await asyncio.sleep(0)
     assert raft.snapshots == []  # 100 bytes: below the byte trigger
     gen.on_committed(_committed(1, [ApiMessageAndVersion(NoOpRecord(), 0)]))
-    for _ in range(20):
+    for _ in range(500):  # the fold and the write each run on the generator's thread
         await asyncio.sleep(0.01)
         if taken:
             break
@@ -139,6 +139,43 @@ async def test_snapshot_generator_writes_committed_records_and_none_once_shuttin
     gen.on_committed(_committed(5, [ApiMessageAndVersion(NoOpRecord(), 0)]))
     await gen.stop()
     assert len(raft.snapshots) == 1
+
+
+def test_committed_image_folds_on_a_thread_while_commits_arrive_in_order() -> None:
+    """The snapshot's fold runs on a thread while the loop keeps adding: every commit is folded
+    once, in offset order, and the folded end covers control batches skipped over."""
+    import threading
+
+    from controller.committed_image import CommittedImage
+    from kraftpy.image import MetadataDelta, MetadataImage
+    from protocol.metadata_records import FeatureLevelRecord, TopicRecord
+    from protocol.uuid import Uuid
+
+    committed = CommittedImage(MetadataDelta(MetadataImage.EMPTY), 0)
+    committed.add(0, [FeatureLevelRecord(Name="metadata.version", FeatureLevel=21)], 1, 0)
+    committed.skip_to(3)  # a LeaderChange batch at 1..2
+    first = committed.fold()
+    assert first.end_offset == 3 and not first.in_transaction
+    ids = [Uuid.random() for _ in range(3000)]
+    done = threading.Event()
+    ends: list[int] = []
+
+    def fold_meanwhile() -> None:
+        while not done.is_set():
+            ends.append(committed.fold().end_offset)
+
+    folder = threading.Thread(target=fold_meanwhile)
+    folder.start()
+    try:
+        for i, tid in enumerate(ids):
+            committed.add(3 + i, [TopicRecord(Name=f"t{i}", TopicId=tid)], 1, 0)
+    finally:
+        done.set()
+        folder.join()
+    last = committed.fold()
+    assert last.end_offset == committed.end_offset == 3 + len(ids)
+    assert ends == sorted(ends)  # the folded end only moves forward
+    assert [last.image.topics.get_topic(f"t{i}").id for i in range(len(ids))] == ids
 
 
 async def test_handlers_answer_not_controller_once_the_queue_is_closed() -> None:
