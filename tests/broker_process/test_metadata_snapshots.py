@@ -270,16 +270,23 @@ async def test_snapshots_wait_for_the_high_watermark_and_reload_to_the_same_imag
         await local.close()
         ld.close()
 
-    ld = LogDir(tmp_path, Uuid.random())
+    reloaded, latest, _ = await _reopen(tmp_path, config)
+    assert latest == sid
+    assert reloaded.offset == after.offset
+    assert replace(after, provenance=reloaded.provenance) == reloaded
+
+
+async def _reopen(meta_dir: Path, config: MetadataLogConfig) -> tuple[MetadataImage, SnapshotId | None, int]:
+    """Open the metadata log again as a restarted broker would: (its image, latest snapshot, log end)."""
+    ld = LogDir(meta_dir, Uuid.random())
     local = LocalMetadataLog(ld, config)
     try:
         reloaded = (await local.open()).apply()
-        assert local.log is not None and local.log.latest_snapshot() == sid
+        assert local.log is not None
+        return reloaded, local.log.latest_snapshot(), local.log_end_offset
     finally:
         await local.close()
         ld.close()
-    assert reloaded.offset == after.offset
-    assert replace(after, provenance=reloaded.provenance) == reloaded
 
 
 def _segment_bases(meta_dir: Path) -> list[int]:
@@ -329,15 +336,9 @@ async def test_the_broker_cleans_its_metadata_log_after_each_snapshot_and_restar
         await local.close()
         ld.close()
 
-    ld = LogDir(tmp_path, Uuid.random())
-    local = LocalMetadataLog(ld, config)
-    try:
-        reloaded = (await local.open()).apply()
-        assert local.log is not None and local.log.latest_snapshot() == second
-        assert local.log_end_offset == after.offset + 1
-    finally:
-        await local.close()
-        ld.close()
+    reloaded, latest, log_end_offset = await _reopen(tmp_path, config)
+    assert latest == second
+    assert log_end_offset == after.offset + 1
     assert replace(after, provenance=reloaded.provenance) == reloaded
     assert len(reloaded.topics.topics_by_name) == 45
 
