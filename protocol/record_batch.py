@@ -500,7 +500,9 @@ def build_metadata_batch(
 
 
 # What precedes a metadata record's value length at offset delta i: attributes 0, timestamp delta 0,
-# the zigzag varint i, a null key. Grown on demand (a controller batch holds 10,000 records at most).
+# the zigzag varint i, a null key. Grown on demand (a controller batch holds 10,000 records at most)
+# by replacing the list, never by appending to it: batches are built on the loop and on the log's
+# thread at once, and a list grown in place by two of them would hold heads at the wrong index.
 _RECORD_HEADS: list[bytes] = []
 
 
@@ -511,9 +513,13 @@ def _metadata_records_section(records: Sequence[ApiMessageAndVersion]) -> bytes:
     100,000 PartitionChangeRecords)."""
     from protocol.framing import _WRITERS, encode_record
 
+    global _RECORD_HEADS
     heads = _RECORD_HEADS
-    for i in range(len(heads), len(records)):
-        heads.append(b"\x00\x00" + encode_varint(i) + _NULL_LENGTH)
+    if len(heads) < len(records):
+        heads = heads + [
+            b"\x00\x00" + encode_varint(i) + _NULL_LENGTH for i in range(len(heads), len(records))
+        ]
+        _RECORD_HEADS = heads
     small = _SMALL_VARINTS
     limit = len(small)
     writers = _WRITERS

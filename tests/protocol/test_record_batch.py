@@ -287,3 +287,38 @@ def test_a_record_that_cannot_be_written_fails_as_encode_record_says() -> None:
     with pytest.raises(MessageEncodeError) as got:
         build_metadata_batch(0, 0, 0, [good, bad, good])
     assert str(got.value) == str(expected.value)
+
+
+def test_metadata_batches_built_on_several_threads_at_once_are_each_right(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The loop and the log's thread build metadata batches at the same time; the record heads they
+    share must stay right for both, however their threads interleave."""
+    import sys
+    import threading
+
+    import protocol.record_batch as rb
+
+    sizes = (3000, 6000, 9000)
+    batches = {n: [ApiMessageAndVersion(NoOpRecord(), 0)] * n for n in sizes}
+    expected = {n: rb.build_metadata_batch(0, 1, 5, batches[n]) for n in sizes}
+    got: dict[int, list[bytes]] = {n: [] for n in sizes}
+    old_interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can
+    try:
+        for _ in range(10):
+            monkeypatch.setattr(rb, "_RECORD_HEADS", [])
+            threads = [
+                threading.Thread(
+                    target=lambda n=n: got[n].append(rb.build_metadata_batch(0, 1, 5, batches[n]))
+                )
+                for n in sizes
+            ]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+    finally:
+        sys.setswitchinterval(old_interval)
+    for n in sizes:
+        assert len(got[n]) == 10 and all(b == expected[n] for b in got[n]), n
