@@ -161,7 +161,7 @@ class BrokerLifecycleManager:
 
     @property
     def assignment_bytes(self) -> int:
-        """Bytes of AssignReplicasToDirs bodies sent (msgpack), for the startup benchmark."""
+        """Bytes of AssignReplicasToDirs bodies posted (msgpack; a request sent to two voters counts twice), for the startup benchmark."""
         return self._client.sent_bytes("AssignReplicasToDirs")
 
     async def _send_assignments(self, req: Any) -> None:

@@ -167,3 +167,16 @@ async def test_an_app_with_a_response_prepare_hook_sees_every_rpc_answer() -> No
     finally:
         await runner.cleanup()
     assert prepared == [200]
+
+
+async def test_the_listener_takes_rpcs_only_for_an_app_without_middlewares() -> None:
+    """The comparisons above would pass with the fast path switched off: check it is on where it should be."""
+    routed, _ = await _serve(True)
+    direct, _ = await _serve(False)
+    try:
+        assert routed.server is not None and direct.server is not None
+        assert routed.server.request_handler == routed.app._handle
+        assert direct.server.request_handler != direct.app._handle
+    finally:
+        await routed.cleanup()
+        await direct.cleanup()
