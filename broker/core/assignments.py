@@ -108,24 +108,21 @@ class AssignmentsManager:
         reason: str,
         on_success: Callable[[], None] | None = None,
     ) -> None:
-        a = Assignment(topic_id, partition, directory_id, reason, now_ms, on_success)
-        prev = self.ready.get(a.key)
-        if prev is not None and prev.directory_id != directory_id:
-            log.debug("assignment replaced by a newer one", partition=f"{topic_id}-{partition}")
-        self.ready[a.key] = a
+        self._queue(Assignment(topic_id, partition, directory_id, reason, now_ms, on_success))
         self._reschedule(now_ms)
 
     def on_assignments(self, now_ms: int, assignments: Iterable[tuple[Uuid, int, Uuid]], reason: str) -> None:
         """`on_assignment` for many (topic id, partition, directory id) at once, with one reason and
         no callback: one rescheduling for all of them."""
-        ready = self.ready
         for topic_id, partition, directory_id in assignments:
-            key = PartitionKey(topic_id, partition)
-            prev = ready.get(key)
-            if prev is not None and prev.directory_id != directory_id:
-                log.debug("assignment replaced by a newer one", partition=f"{topic_id}-{partition}")
-            ready[key] = Assignment(topic_id, partition, directory_id, reason, now_ms)
+            self._queue(Assignment(topic_id, partition, directory_id, reason, now_ms))
         self._reschedule(now_ms)
+
+    def _queue(self, a: Assignment) -> None:
+        prev = self.ready.get(a.key)
+        if prev is not None and prev.directory_id != a.directory_id:
+            log.debug("assignment replaced by a newer one", partition=f"{a.topic_id}-{a.partition}")
+        self.ready[a.key] = a
 
     def cancel(self, topic_id: Uuid, partition: int) -> bool:
         """Forget a queued (not in-flight) assignment, e.g. a future replica move that was cancelled."""
