@@ -47,8 +47,6 @@ _ReplicationSnapshot = tuple[
     dict[Uuid, TopicControlInfo],
     dict[str, Uuid],
     dict[int, dict[Uuid, _PartitionSet]],
-    dict[int, _PartitionSet],
-    dict[int, _PartitionSet],
     _PartitionSet,
     _PartitionSet,
     int,
@@ -130,9 +128,11 @@ class ReplicationControlManager:
         self.zk_migration_enabled = zk_migration_enabled
         self.topics: dict[Uuid, TopicControlInfo] = {}
         self.topics_by_name: dict[str, Uuid] = {}
+        # The one per-broker index: which partitions have a replica in each of a broker's dirs. The
+        # partitions a broker leads or is in the ISR of are found through it (ISR and leader are
+        # among the replicas): two more indexes cost a 2,000,000-partition restart half its replay,
+        # for queries a fencing or a controlled shutdown makes once over one broker's replicas.
         self._replicas: dict[int, dict[Uuid, dict[TopicIdPartition, None]]] = {}
-        self._isr: dict[int, dict[TopicIdPartition, None]] = {}
-        self._leaders: dict[int, dict[TopicIdPartition, None]] = {}
         self._leaderless: dict[TopicIdPartition, None] = {}
         self._reassigning: dict[TopicIdPartition, None] = {}
         # Kept by replay so the partition caps and the GlobalPartitionCount gauge never walk every topic.
@@ -204,18 +204,6 @@ class ReplicationControlManager:
             if new is not None:
                 for b, d in zip(new.replicas, new.directories, strict=True):
                     self._replicas.setdefault(b, {}).setdefault(d, {})[tp] = None
-        old_isr = old.isr if old is not None else ()
-        new_isr = new.isr if new is not None else ()
-        if old_isr != new_isr:
-            for b in old_isr:
-                if b not in new_isr:
-                    members = self._isr[b]
-                    del members[tp]
-                    if not members:
-                        del self._isr[b]
-            for b in new_isr:
-                if b not in old_isr:
-                    self._isr.setdefault(b, {})[tp] = None
         was = old is not None and bool(old.adding_replicas or old.removing_replicas)
         now = new is not None and bool(new.adding_replicas or new.removing_replicas)
         if was != now:
@@ -223,22 +211,13 @@ class ReplicationControlManager:
                 self._reassigning[tp] = None
             else:
                 del self._reassigning[tp]
-        old_leader = old.leader if old is not None else None
-        new_leader = new.leader if new is not None else None
-        if old_leader != new_leader:
-            if old_leader is not None:
-                if old_leader == NO_LEADER:
-                    del self._leaderless[tp]
-                else:
-                    members = self._leaders[old_leader]
-                    del members[tp]
-                    if not members:
-                        del self._leaders[old_leader]
-            if new_leader is not None:
-                if new_leader == NO_LEADER:
-                    self._leaderless[tp] = None
-                else:
-                    self._leaders.setdefault(new_leader, {})[tp] = None
+        was_leaderless = old is not None and old.leader == NO_LEADER
+        is_leaderless = new is not None and new.leader == NO_LEADER
+        if was_leaderless != is_leaderless:
+            if is_leaderless:
+                self._leaderless[tp] = None
+            else:
+                del self._leaderless[tp]
 
     def _index_new(self, tp: TopicIdPartition, new: PartitionRegistration) -> None:
         """_reindex for a partition replay meets for the first time (every partition of a
@@ -253,22 +232,10 @@ class ReplicationControlManager:
             if members is None:
                 members = by_dir[d] = {}
             members[tp] = None
-        isr_index = self._isr
-        for b in new.isr:
-            members = isr_index.get(b)
-            if members is None:
-                members = isr_index[b] = {}
-            members[tp] = None
         if new.adding_replicas or new.removing_replicas:
             self._reassigning[tp] = None
-        leader = new.leader
-        if leader == NO_LEADER:
+        if new.leader == NO_LEADER:
             self._leaderless[tp] = None
-        else:
-            members = self._leaders.get(leader)
-            if members is None:
-                members = self._leaders[leader] = {}
-            members[tp] = None
 
     def _reindex_change(
         self, tp: TopicIdPartition, old: PartitionRegistration, new: PartitionRegistration
@@ -276,8 +243,8 @@ class ReplicationControlManager:
         """_reindex for a PartitionChangeRecord, the case replay meets most: what a change leaves
         alone (replicas and directories by identity, most often) is not looked at."""
         # One unpack each instead of a property read per use: 100,000 of these when a dir fails.
-        old_replicas, old_dirs, old_isr, old_removing, old_adding, old_leader, _, _, _, _, _ = old
-        replicas, directories, new_isr, new_removing, new_adding, new_leader, _, _, _, _, _ = new
+        old_replicas, old_dirs, _, old_removing, old_adding, old_leader, _, _, _, _, _ = old
+        replicas, directories, _, new_removing, new_adding, new_leader, _, _, _, _, _ = new
         if (old_replicas is not replicas and old_replicas != replicas) or (
             old_dirs is not directories and old_dirs != directories
         ):
@@ -292,17 +259,6 @@ class ReplicationControlManager:
                         del index[b]
             for b, d in zip(replicas, directories, strict=True):
                 index.setdefault(b, {}).setdefault(d, {})[tp] = None
-        if old_isr is not new_isr and old_isr != new_isr:
-            isr_index = self._isr
-            for b in old_isr:
-                if b not in new_isr:
-                    members = isr_index[b]
-                    del members[tp]
-                    if not members:
-                        del isr_index[b]
-            for b in new_isr:
-                if b not in old_isr:
-                    isr_index.setdefault(b, {})[tp] = None
         if old_adding or old_removing or new_adding or new_removing:
             was = bool(old_adding or old_removing)
             now = bool(new_adding or new_removing)
@@ -314,15 +270,8 @@ class ReplicationControlManager:
         if old_leader != new_leader:
             if old_leader == NO_LEADER:
                 del self._leaderless[tp]
-            else:
-                members = self._leaders[old_leader]
-                del members[tp]
-                if not members:
-                    del self._leaders[old_leader]
-            if new_leader == NO_LEADER:
+            elif new_leader == NO_LEADER:
                 self._leaderless[tp] = None
-            else:
-                self._leaders.setdefault(new_leader, {})[tp] = None
 
     # ---- queries -----------------------------------------------------------------------------
 
@@ -344,7 +293,14 @@ class ReplicationControlManager:
         return {d: len(tps) for d, tps in self._replicas.get(broker_id, {}).items()}
 
     def partitions_with_isr_member(self, broker_id: int) -> list[TopicIdPartition]:
-        return list(self._isr.get(broker_id, ()))
+        """The partitions whose ISR holds the broker, dir by dir in the order their replicas were placed."""
+        topics = self.topics
+        return [
+            tp
+            for tps in self._replicas.get(broker_id, {}).values()
+            for tp in tps
+            if broker_id in topics[tp[0]].partitions[tp[1]].isr
+        ]
 
     def leaderless_partitions(self) -> list[TopicIdPartition]:
         return list(self._leaderless)
@@ -370,15 +326,19 @@ class ReplicationControlManager:
         )
 
     def has_leaderships(self, broker_id: int, view: OperationView | None = None) -> bool:
-        led = self._leaders.get(broker_id)
-        if not led:
-            return False
-        if view is None or not view.has_changes():
-            return True
-        for tp in led:
-            p = view.partition(tp)
-            if p is None or p.leader == broker_id:
-                return True
+        """Whether the broker leads a committed partition the operation in `view` has not moved away."""
+        topics = self.topics
+        changed = view is not None and view.has_changes()
+        for tps in self._replicas.get(broker_id, {}).values():
+            for tp in tps:
+                if topics[tp[0]].partitions[tp[1]].leader != broker_id:
+                    continue
+                if not changed:
+                    return True
+                assert view is not None
+                p = view.partition(tp)
+                if p is None or p.leader == broker_id:
+                    return True
         return False
 
     def unplaced_directories(self, registration: BrokerRegistration) -> list[Uuid]:
@@ -641,8 +601,6 @@ class ReplicationControlManager:
             {tid: TopicControlInfo(t.name, t.id, dict(t.partitions)) for tid, t in self.topics.items()},
             dict(self.topics_by_name),
             {b: {d: dict(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()},
-            {b: dict(tps) for b, tps in self._isr.items()},
-            {b: dict(tps) for b, tps in self._leaders.items()},
             dict(self._leaderless),
             dict(self._reassigning),
             self._partition_count,
@@ -653,8 +611,6 @@ class ReplicationControlManager:
             self.topics,
             self.topics_by_name,
             self._replicas,
-            self._isr,
-            self._leaders,
             self._leaderless,
             self._reassigning,
             self._partition_count,
@@ -663,12 +619,21 @@ class ReplicationControlManager:
     def state(self) -> tuple[object, ...]:
         topics = {tid: (t.name, dict(t.partitions)) for tid, t in self.topics.items()}
         replicas = {b: {d: set(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()}
+        # What the ISR and leader queries answer, broker by broker, for comparing states.
+        isr = {b: set(tps) for b in self._replicas if (tps := self.partitions_with_isr_member(b))}
+        leaders: dict[int, set[TopicIdPartition]] = {}
+        for by_dir in self._replicas.values():
+            for tps in by_dir.values():
+                for tp in tps:
+                    leader = self.topics[tp[0]].partitions[tp[1]].leader
+                    if leader != NO_LEADER:
+                        leaders.setdefault(leader, set()).add(tp)
         return (
             topics,
             dict(self.topics_by_name),
             replicas,
-            {b: set(tps) for b, tps in self._isr.items()},
-            {b: set(tps) for b, tps in self._leaders.items()},
+            isr,
+            leaders,
             set(self._leaderless),
             set(self._reassigning),
         )
