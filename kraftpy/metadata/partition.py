@@ -79,18 +79,21 @@ class PartitionRegistration(NamedTuple):
     def from_record(cls, rec: Any) -> PartitionRegistration:
         """A PartitionRecord's registration; Directories missing or empty means all MIGRATING."""
         replicas = _ints(rec.Replicas)
-        return cls(
-            replicas,
-            _directories(replicas, rec.Directories, rec),
-            _ints(rec.Isr),
-            _ints(rec.RemovingReplicas),
-            _ints(rec.AddingReplicas),
-            rec.Leader,
-            _recovery_state(rec.LeaderRecoveryState),
-            rec.LeaderEpoch,
-            rec.PartitionEpoch,
-            _ints(rec.EligibleLeaderReplicas),
-            _ints(rec.LastKnownElr),
+        return _new(
+            cls,
+            (
+                replicas,
+                _directories(replicas, rec.Directories, rec),
+                _ints(rec.Isr),
+                _ints(rec.RemovingReplicas),
+                _ints(rec.AddingReplicas),
+                rec.Leader,
+                _recovery_state(rec.LeaderRecoveryState),
+                rec.LeaderEpoch,
+                rec.PartitionEpoch,
+                _ints(rec.EligibleLeaderReplicas),
+                _ints(rec.LastKnownElr),
+            ),
         )
 
     def merge(self, rec: Any) -> PartitionRegistration:

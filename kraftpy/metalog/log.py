@@ -70,6 +70,8 @@ from protocol.record_batch import (
 )
 from protocol.uuid import Uuid
 
+_tuple_new = tuple.__new__
+
 log = structlog.get_logger(__name__)
 
 _READ_CHUNK = 4 << 20
@@ -633,9 +635,10 @@ class MetadataLog:
         if latest is not None:
             contents = self.read_snapshot(latest)
             at = latest.offset - 1
-            # Built directly, not with _replace (a Python-level rebuild per record of the snapshot).
+            # Built directly, not with _replace or LogEntry() (each a Python-level call per record
+            # of the snapshot).
             for _, record, batch in contents.entries(include_control=include_control):
-                yield LogEntry(at, record, batch)
+                yield _tuple_new(LogEntry, (at, record, batch))
             start = max(start, latest.offset)
         for seg, position, db in self.iter_decoded_batches(start):
             yield from decoded_entries(

@@ -16,6 +16,8 @@ from protocol.message import MessageDecodeError
 from protocol.metadata_batches import DecodedBatch, read_metadata_batch
 from protocol.record_batch import LOG_OVERHEAD, CorruptBatchError, RecordBatch, iter_batches
 
+_tuple_new = tuple.__new__
+
 
 class BatchInfo(NamedTuple):
     """Where a record's batch came from (a tuple: one is made per batch on the replay path)."""
@@ -91,6 +93,11 @@ def decoded_entries(
         position,
         from_snapshot,
     )
+    # tuple.__new__ directly: LogEntry() is a Python-level call per record.
     if min_offset <= base:
-        return [LogEntry(base + i, rec, info) for i, rec in enumerate(db.records)]
-    return [LogEntry(base + i, rec, info) for i, rec in enumerate(db.records) if base + i >= min_offset]
+        return [_tuple_new(LogEntry, (base + i, rec, info)) for i, rec in enumerate(db.records)]
+    return [
+        _tuple_new(LogEntry, (base + i, rec, info))
+        for i, rec in enumerate(db.records)
+        if base + i >= min_offset
+    ]
