@@ -283,6 +283,56 @@ async def test_snapshots_wait_for_the_high_watermark_and_reload_to_the_same_imag
     assert replace(after, provenance=reloaded.provenance) == reloaded
 
 
+async def test_a_starting_broker_holds_a_due_snapshot_until_it_is_four_times_due(tmp_path: Path) -> None:
+    config = MetadataLogConfig(max_bytes_between_snapshots=1000, max_snapshot_interval_ms=0)
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+        image = delta.apply()
+        end = image.offset + 1
+        snapshotter = local.snapshotter
+        assert snapshotter is not None
+        snapshotter.on_applied(1000 - snapshotter.policy.bytes_since)
+        # Due, but the broker is not unfenced yet: it waits.
+        assert snapshotter.maybe_snapshot(image, end, in_transaction=False, starting=True) is None
+        assert not own_snapshots(tmp_path)
+        snapshotter.on_applied(2999)
+        assert snapshotter.maybe_snapshot(image, end, in_transaction=False, starting=True) is None
+        # Four times due: a broker that stays fenced still bounds its log.
+        snapshotter.on_applied(1)
+        task = snapshotter.maybe_snapshot(image, end, in_transaction=False, starting=True)
+        assert task is not None
+        sid = await task
+        assert sid is not None and own_snapshots(tmp_path) == [sid]
+    finally:
+        await local.close()
+        ld.close()
+
+
+async def test_an_unfenced_broker_snapshots_as_soon_as_one_is_due(tmp_path: Path) -> None:
+    config = MetadataLogConfig(max_bytes_between_snapshots=1000, max_snapshot_interval_ms=0)
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+        image = delta.apply()
+        snapshotter = local.snapshotter
+        assert snapshotter is not None
+        snapshotter.on_applied(1000 - snapshotter.policy.bytes_since)
+        assert (
+            snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False, starting=True) is None
+        )
+        task = snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False, starting=False)
+        assert task is not None
+        assert await task is not None
+    finally:
+        await local.close()
+        ld.close()
+
+
 async def _reopen(meta_dir: Path, config: MetadataLogConfig) -> tuple[MetadataImage, SnapshotId | None, int]:
     """Open the metadata log again as a restarted broker would: (its image, latest snapshot, log end)."""
     ld = LogDir(meta_dir, Uuid.random())
