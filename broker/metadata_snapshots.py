@@ -120,19 +120,26 @@ class BrokerSnapshotter:
     ) -> asyncio.Task[SnapshotId | None] | None:
         """Start writing a snapshot of `image` when one is due and it is safe to; the task or None.
 
-        `starting`: the broker has not been unfenced yet. A due snapshot then waits (up to
-        STARTUP_HOLD_FACTOR times the bytes that make one due): a cold start fetches the records
-        of every replica it hosts, and building their snapshot on another thread while the broker
-        places its replicas takes its CPU from the start it is waiting for."""
+        `starting`: the broker has not been unfenced yet. A snapshot due by bytes then waits (up to
+        STARTUP_HOLD_FACTOR times the bytes that make one due; one due by age does not wait): a
+        cold start fetches the records of every replica it hosts, and building their snapshot on
+        another thread while the broker places its replicas takes its CPU from the start it is
+        waiting for."""
         end = image.offset + 1
         if in_transaction or end <= 0 or end > high_watermark or image.features.metadata_version is None:
             return None
         if end > self.mlog.log_end_offset or end <= self.mlog.log_start_offset:
             return None
-        reason = self.policy.due(self.clock_ms(), end)
+        now = self.clock_ms()
+        policy = self.policy
+        reason = policy.due(now, end)
         if reason is None:
             return None
-        if starting and self.policy.bytes_since < STARTUP_HOLD_FACTOR * self.policy.max_bytes_between:
+        if (
+            starting
+            and policy.bytes_since < STARTUP_HOLD_FACTOR * policy.max_bytes_between
+            and not policy.aged(now)
+        ):
             return None
         # Read between the loader's appends (it awaits each one), so the epoch history is settled.
         epoch = self.mlog.epoch_for_offset(end - 1)

@@ -311,6 +311,30 @@ async def test_a_starting_broker_holds_a_due_snapshot_until_it_is_four_times_due
         ld.close()
 
 
+async def test_a_starting_broker_does_not_hold_a_snapshot_due_by_age(tmp_path: Path) -> None:
+    config = MetadataLogConfig(max_bytes_between_snapshots=1 << 30, max_snapshot_interval_ms=1000)
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+        image = delta.apply()
+        snapshotter = local.snapshotter
+        assert snapshotter is not None
+        now = snapshotter.clock_ms()
+        snapshotter.clock_ms = lambda: now
+        assert (
+            snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False, starting=True) is None
+        )
+        snapshotter.clock_ms = lambda: now + 1000
+        task = snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False, starting=True)
+        assert task is not None
+        assert await task is not None
+    finally:
+        await local.close()
+        ld.close()
+
+
 async def test_an_unfenced_broker_snapshots_as_soon_as_one_is_due(tmp_path: Path) -> None:
     config = MetadataLogConfig(max_bytes_between_snapshots=1000, max_snapshot_interval_ms=0)
     ld = LogDir(tmp_path, Uuid.random())
