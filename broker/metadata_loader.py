@@ -195,13 +195,10 @@ class MetadataLoader:
         cluster_id: str,
         broker_id: int,
         on_image: Callable[[MetadataImage, MetadataDelta | None], None],
-        starting: Callable[[], bool] = lambda: False,
     ) -> None:
         """`on_image(image, delta)`: a new image; `delta` is what changed, or None when the image was
-        rebuilt from scratch (after truncation or a snapshot). `starting()`: the broker has not been
-        unfenced yet (its own snapshots wait then)."""
+        rebuilt from scratch (after truncation or a snapshot)."""
         self.local = local
-        self.starting = starting
         self.client = client
         self.state = MetadataFetchState(cluster_id, broker_id)
         self.on_image = on_image
@@ -260,9 +257,7 @@ class MetadataLoader:
         """Checked after every fetch: the high watermark a snapshot waits for may come without records."""
         snapshotter = self.local.snapshotter
         if snapshotter is not None and self._delta is not None:
-            snapshotter.maybe_snapshot(
-                self.image, self.state.high_watermark, self._delta.in_transaction, self.starting()
-            )
+            snapshotter.maybe_snapshot(self.image, self.state.high_watermark, self._delta.in_transaction)
 
     def _rebuilt(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()

@@ -4,8 +4,7 @@ Without them a restart replays the whole local copy of `__cluster_metadata`; wit
 the latest snapshot (about one record per partition) and the batches after it. A snapshot is due
 once `metadata.log.max.record.bytes.between.snapshots` bytes of batches were applied since the last
 one, or `metadata.log.max.snapshot.interval.ms` passed (0 turns the time trigger off) with
-something applied since. While the broker has not been unfenced yet, a due snapshot waits (within a
-bound): the broker's start to unfenced comes first.
+something applied since.
 
 Only committed offsets go into a snapshot: the broker applies what it fetched, which may run past
 the high watermark, and a snapshot may never be truncated away. An image ending inside an open
@@ -81,11 +80,6 @@ def _clean(mlog: MetadataLog) -> dict[str, int | None] | None:
     }
 
 
-STARTUP_HOLD_FACTOR = 4
-"""While the broker starts, a due snapshot waits until this many times the bytes that made it due
-were applied (so a broker that never gets unfenced still snapshots its growing log)."""
-
-
 class BrokerSnapshotter:
     """Fed by the loader: `on_applied(bytes)` per appended fetch, `maybe_snapshot(...)` after each fetch."""
 
@@ -116,30 +110,16 @@ class BrokerSnapshotter:
         self.policy.on_appended(batch_bytes)
 
     def maybe_snapshot(
-        self, image: MetadataImage, high_watermark: int, in_transaction: bool, starting: bool = False
+        self, image: MetadataImage, high_watermark: int, in_transaction: bool
     ) -> asyncio.Task[SnapshotId | None] | None:
-        """Start writing a snapshot of `image` when one is due and it is safe to; the task or None.
-
-        `starting`: the broker has not been unfenced yet. A snapshot due by bytes then waits (up to
-        STARTUP_HOLD_FACTOR times the bytes that make one due; one due by age does not wait): a
-        cold start fetches the records of every replica it hosts, and building their snapshot on
-        another thread while the broker places its replicas takes its CPU from the start it is
-        waiting for."""
+        """Start writing a snapshot of `image` when one is due and it is safe to; the task or None."""
         end = image.offset + 1
         if in_transaction or end <= 0 or end > high_watermark or image.features.metadata_version is None:
             return None
         if end > self.mlog.log_end_offset or end <= self.mlog.log_start_offset:
             return None
-        now = self.clock_ms()
-        policy = self.policy
-        reason = policy.due(now, end)
+        reason = self.policy.due(self.clock_ms(), end)
         if reason is None:
-            return None
-        if (
-            starting
-            and policy.bytes_since < STARTUP_HOLD_FACTOR * policy.max_bytes_between
-            and not policy.aged(now)
-        ):
             return None
         # Read between the loader's appends (it awaits each one), so the epoch history is settled.
         epoch = self.mlog.epoch_for_offset(end - 1)

@@ -218,14 +218,8 @@ class BrokerServer(BrokerProcess):
             started_at=self.started_at,
         )
         assert self._local is not None
-        driver = self.driver
         loader = self.loader = MetadataLoader(
-            self._local,
-            self._fetch_client,
-            dirs.cluster_id,
-            self.broker_id,
-            self._on_image,
-            starting=lambda: driver.unfenced_at is None,
+            self._local, self._fetch_client, dirs.cluster_id, self.broker_id, self._on_image
         )
         self.publisher = BrokerMetadataPublisher(
             self.broker_id,

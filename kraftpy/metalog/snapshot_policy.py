@@ -53,14 +53,10 @@ class SnapshotPolicy:
             return None
         if self.bytes_since >= self.max_bytes_between:
             return f"{self.bytes_since} bytes of batches since the last snapshot"
-        if self.aged(now_ms):
-            return f"the oldest record not in a snapshot is {now_ms - (self.pending_since_ms or 0)} ms old"
-        return None
-
-    def aged(self, now_ms: int) -> bool:
-        """The time trigger: the oldest record not in a snapshot is older than the interval."""
         pending = self.pending_since_ms
-        return self.max_interval_ms > 0 and pending is not None and now_ms - pending >= self.max_interval_ms
+        if self.max_interval_ms > 0 and pending is not None and now_ms - pending >= self.max_interval_ms:
+            return f"the oldest record not in a snapshot is {now_ms - pending} ms old"
+        return None
 
     def started(self) -> None:
         self.in_progress = True
