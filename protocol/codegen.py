@@ -62,8 +62,17 @@ def _fixed_array(code: str, n: int) -> struct.Struct:
 
 # Topic and directory ids repeat all through a log: sharing one immutable Uuid per value saves
 # most of the construction cost. Bounded so a log of random ids cannot grow it without limit.
-_UUID_CACHE: dict[bytes, Uuid] = {}
 _UUID_CACHE_MAX = 1 << 16
+
+
+class _UuidCache(dict[bytes, Uuid]):
+    """A miss makes the Uuid, so an array of ids is read by one `map` over the dict's own lookup."""
+
+    def __missing__(self, raw: bytes) -> Uuid:
+        return _make_uuid(raw)
+
+
+_UUID_CACHE: dict[bytes, Uuid] = _UuidCache()
 
 
 def _make_uuid(raw: bytes) -> Uuid:
@@ -72,6 +81,10 @@ def _make_uuid(raw: bytes) -> Uuid:
         _UUID_CACHE.clear()
     _UUID_CACHE[raw] = u
     return u
+
+
+# n ids side by side, unpacked into n bytes objects by one call, for the common small counts.
+_UUID_ARRAYS = {n: struct.Struct("16s" * n) for n in range(1, 65)}
 
 
 # array structs for the common small counts, looked up without a call
@@ -124,6 +137,8 @@ _HELPERS: dict[str, Any] = {
     "_evl": encode_varlong,
     "_Uuid": Uuid,
     "_ucg": _UUID_CACHE.get,
+    "_ucx": _UUID_CACHE.__getitem__,
+    "_UA": _UUID_ARRAYS,
     "_mku": _make_uuid,
     "_ZERO_UUID": Uuid.ZERO,
     "_new": object.__new__,
@@ -456,7 +471,8 @@ class _Gen:
         add(ind + 1, f"{n} -= 1")
         add(ind + 1, f"e = pos + {n} * {_FIXED_SIZES[etype]}")
         if etype == "uuid":
-            add(ind + 1, f"{target} = [_ucg(k := buf[p:p + 16]) or _mku(k) for p in range(pos, e, 16)]")
+            add(ind + 1, f"if {n} < 65: {target} = list(map(_ucx, _UA[{n}].unpack_from(buf, pos)))")
+            add(ind + 1, f"else: {target} = [_ucx(buf[p:p + 16]) for p in range(pos, e, 16)]")
         else:
             code = FIXED_TYPES[etype]
             table = _ARRAY_TABLE_NAMES[code]
@@ -490,7 +506,8 @@ class _Gen:
             add(ind, f"e = pos + {n} * {size}")
             add(ind, f"if e > blen: raise _short({where!r}, pos)")
             if etype == "uuid":
-                add(ind, f"{target} = [_ucg(k := buf[p:p + 16]) or _mku(k) for p in range(pos, e, 16)]")
+                add(ind, f"if {n} < 65: {target} = list(map(_ucx, _UA[{n}].unpack_from(buf, pos)))")
+                add(ind, f"else: {target} = [_ucx(buf[p:p + 16]) for p in range(pos, e, 16)]")
             else:
                 code = FIXED_TYPES[etype]
                 table = _ARRAY_TABLE_NAMES[code]

@@ -351,3 +351,27 @@ def test_bad_values_are_encode_errors() -> None:
 )
 def test_default_version_follows_metadata_version(cls: Any, mv: int, version: int) -> None:
     assert default_version(cls, mv) == version
+
+
+@pytest.mark.parametrize("count", [1, 3, 64, 65, 200])
+def test_uuid_arrays_of_every_length_come_back_as_the_same_ids(count: int) -> None:
+    # Arrays of up to 64 ids are unpacked in one call, longer ones id by id: both give Uuids.
+    dirs = [Uuid(bytes([i % 256, i // 256]) + bytes(14)) for i in range(count)]
+    rec = PartitionRecord(TopicId=T, Replicas=list(range(count)), Isr=[0], Directories=dirs)
+    back = decode_record(encode_record(ApiMessageAndVersion(rec, 1))).message
+    assert back == rec
+    assert all(type(d) is Uuid for d in back.Directories)
+    # Ids are shared: the same value read twice is the same object.
+    again = decode_record(encode_record(ApiMessageAndVersion(rec, 1))).message
+    assert all(a is b for a, b in zip(back.Directories, again.Directories, strict=True))
+
+
+@pytest.mark.parametrize("count", [3, 65])
+def test_a_uuid_array_cut_short_is_a_decode_error(count: int) -> None:
+    dirs = [Uuid(bytes([i % 256, 1]) + bytes(14)) for i in range(count)]
+    rec = PartitionRecord(TopicId=T, Replicas=list(range(count)), Isr=[0], Directories=dirs)
+    data = encode_record(ApiMessageAndVersion(rec, 1))
+    # Cut inside the last id, keeping the record's own frame so the array is what runs short.
+    cut = data.index(dirs[-1].bytes) + 8
+    with pytest.raises(MessageDecodeError):
+        decode_record(data[:cut])
