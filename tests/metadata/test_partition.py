@@ -92,3 +92,16 @@ def test_elr_fields() -> None:
     assert reg.elr == (2,)
     assert reg.merge(_change(EligibleLeaderReplicas=[], LastKnownElr=[2])).last_known_elr == (2,)
     assert reg.merge(_change(Isr=[1, 2])).elr == (2,)
+
+
+def test_a_record_replayed_twice_in_a_row_gives_one_shared_registration() -> None:
+    rec = partition(TOPIC_A, 0, [1, 2, 3], [DIR_1A, DIR_2A, DIR_3A])
+    first = PartitionRegistration.from_record(rec)
+    assert PartitionRegistration.from_record(rec) is first
+    # An equal record of its own gets an equal registration built from it.
+    twin = partition(TOPIC_A, 0, [1, 2, 3], [DIR_1A, DIR_2A, DIR_3A])
+    built = PartitionRegistration.from_record(twin)
+    assert built == first and built is not first
+    other = partition(TOPIC_A, 1, [2, 3], [DIR_2A, DIR_3A])
+    assert PartitionRegistration.from_record(other).replicas == (2, 3)
+    assert PartitionRegistration.from_record(rec) == first
