@@ -166,6 +166,6 @@ class BrokerLifecycleManager:
 
     async def _send_assignments(self, req: Any) -> None:
         resp, err = await self._call("AssignReplicasToDirs", req)
-        self.assignments.on_response(self._now_ms(), resp, err)
+        self.assignments.on_response(self._now_ms(), resp, err, req)
         self._on_assignments()
         self.wake()

@@ -59,6 +59,10 @@ log = structlog.get_logger("broker.server")
 
 RPC_TIMEOUT_S = 5.0
 DATAPLANE_STOP_TIMEOUT_S = 5.0
+ASSIGNMENT_REQUESTS_IN_FLIGHT = 2
+"""A starting broker reports every replica it creates before it may be unfenced: with one
+AssignReplicasToDirs in flight the controller sat idle while each answer travelled back and the
+broker built the next request."""
 
 
 def dir_failure_subscribers(
@@ -126,7 +130,9 @@ class BrokerServer(BrokerProcess):
         self.started_at = time.monotonic()
         """Process start (set by main); the figure "seconds_to_unfence" counts from here."""
         self.failures = LogDirFailureChannel()
-        self.assignments = AssignmentsManager(self.broker_id, rng=self.rng)
+        self.assignments = AssignmentsManager(
+            self.broker_id, rng=self.rng, max_in_flight=ASSIGNMENT_REQUESTS_IN_FLIGHT
+        )
         self.log_dirs: dict[Uuid, LogDir] = {}
         self.metadata_dir: LogDir | None = None
         self.log_manager: LogManager | None = None

@@ -1,7 +1,10 @@
 """Queueing replica-to-directory assignments into AssignReplicasToDirs (Kafka 3.9's AssignmentsManager), without I/O.
 
 - `ready` holds at most one assignment per partition (topic id, partition): the latest wins, so
-  queued duplicates collapse (field bug 8). At most one request is in flight.
+  queued duplicates collapse (field bug 8). At most `max_in_flight` requests are in flight (one,
+  as in Kafka, unless asked for more), and never two holding the same partition: a newer
+  assignment for a partition in flight waits in `ready` for that request's answer, so the
+  controller sees each partition's assignments in the order they were made.
 - A send is due 100 ms after the first assignment arrives (to let a batch build up), at once when
   more than `max_per_request` are waiting, or after an exponential backoff (100 ms x2 up to 10 s,
   jitter 0.02) following a failure of the whole request. An earlier due time already set is kept.
@@ -83,14 +86,18 @@ class AssignmentsManager:
         batch_window_ms: int = BATCH_WINDOW_MS,
         max_per_request: int = MAX_ASSIGNMENTS_PER_REQUEST,
         backoff: ExponentialBackoff | None = None,
+        max_in_flight: int = 1,
     ) -> None:
+        """`max_in_flight` above one lets the controller work on the next request while the
+        previous one's records commit and its answer travels back, instead of waiting idle."""
         self.broker_id = broker_id
         self.rng = rng or random.Random()
         self.batch_window_ms = batch_window_ms
         self.max_per_request = max_per_request
         self.backoff = backoff or ExponentialBackoff(100, 2, 10_000, 0.02)
+        self.max_in_flight = max(1, max_in_flight)
         self.ready: dict[PartitionKey, Assignment] = {}
-        self.in_flight: dict[PartitionKey, Assignment] | None = None
+        self._flights: list[tuple[AssignReplicasToDirsRequest, dict[PartitionKey, Assignment]]] = []
         self.deadline_ms: int | None = None
         self.previous_global_failures = 0
         self.requests_sent = 0
@@ -131,25 +138,42 @@ class AssignmentsManager:
     # ---- output --------------------------------------------------------------------------------
 
     @property
+    def in_flight(self) -> dict[PartitionKey, Assignment] | None:
+        """Every assignment in a request not answered yet (None when no request is)."""
+        if not self._flights:
+            return None
+        if len(self._flights) == 1:
+            return self._flights[0][1]
+        out: dict[PartitionKey, Assignment] = {}
+        for _, batch in self._flights:
+            out.update(batch)
+        return out
+
+    @property
     def queued(self) -> int:
-        return len(self.ready) + (len(self.in_flight) if self.in_flight else 0)
+        return len(self.ready) + sum(len(batch) for _, batch in self._flights)
 
     def next_wakeup_ms(self) -> int | None:
-        return None if self.in_flight is not None else self.deadline_ms
+        return None if len(self._flights) >= self.max_in_flight else self.deadline_ms
 
     def poll(self, now_ms: int, view: ReplicaView, broker_epoch: int) -> AssignReplicasToDirsRequest | None:
         """The request to send now, if one is due (it is then in flight until `on_response`)."""
-        if self.in_flight is not None or self.deadline_ms is None or now_ms < self.deadline_ms:
+        if len(self._flights) >= self.max_in_flight or self.deadline_ms is None or now_ms < self.deadline_ms:
             return None
         if broker_epoch < 0:
             # Not registered yet: keep everything until there is an epoch to send with.
             self.deadline_ms = now_ms + self.batch_window_ms
             return None
         self.deadline_ms = None
+        flying = [b for _, b in self._flights]
         batch: dict[PartitionKey, Assignment] = {}
+        held: list[PartitionKey] = []
         for key in list(self.ready):
             if len(batch) >= self.max_per_request:
                 break
+            if flying and any(key in b for b in flying):
+                held.append(key)
+                continue
             a = self.ready.pop(key)
             if not view.is_replica(a.topic_id, a.partition):
                 self.dropped += 1
@@ -161,18 +185,27 @@ class AssignmentsManager:
                 continue
             batch[key] = a
         if not batch:
-            self._reschedule(now_ms)
+            if not held:
+                self._reschedule(now_ms)
+            # else: only partitions already in flight are waiting; their answer reschedules
             return None
-        self.in_flight = batch
+        req = build_request(self.broker_id, broker_epoch, batch.values())
+        self._flights.append((req, batch))
         self.requests_sent += 1
         self.assignments_sent += len(batch)
-        return build_request(self.broker_id, broker_epoch, batch.values())
+        self._reschedule(now_ms)
+        return req
 
     def on_response(
-        self, now_ms: int, response: AssignReplicasToDirsResponse | None, error: str | None = None
+        self,
+        now_ms: int,
+        response: AssignReplicasToDirsResponse | None,
+        error: str | None = None,
+        request: AssignReplicasToDirsRequest | None = None,
     ) -> ResponseOutcome:
-        sent = self.in_flight or {}
-        self.in_flight = None
+        """The answer (None: none came, `error` says why) to `request`, which `poll` returned;
+        `request` may be left out while at most one request is in flight."""
+        sent = self._take_flight(request)
         if response is None or response.ErrorCode != Errors.NONE:
             self.previous_global_failures += 1
             for key, a in sent.items():
@@ -228,8 +261,16 @@ class AssignmentsManager:
 
     # ---- internals -----------------------------------------------------------------------------
 
+    def _take_flight(self, request: AssignReplicasToDirsRequest | None) -> dict[PartitionKey, Assignment]:
+        flights = self._flights
+        for i, (req, batch) in enumerate(flights):
+            if request is None or req is request:
+                del flights[i]
+                return batch
+        return {}
+
     def _reschedule(self, now_ms: int) -> None:
-        if self.in_flight is not None or not self.ready:
+        if len(self._flights) >= self.max_in_flight or not self.ready:
             return
         if self.previous_global_failures > 0:
             due = now_ms + self.backoff.backoff_ms(self.previous_global_failures, self.rng)

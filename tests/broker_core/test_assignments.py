@@ -241,3 +241,31 @@ def test_request_groups_by_directory_then_topic() -> None:
     assert [(t.TopicId, [p.PartitionIndex for p in t.Partitions]) for t in d1.Topics] == sorted(
         [(TOPIC_A, [0, 3]), (TOPIC_B, [1])]
     )
+
+
+def test_with_two_in_flight_a_partition_is_never_in_both_and_answers_may_come_in_any_order() -> None:
+    m, clock = manager(max_per_request=2, max_in_flight=2)
+    for p in range(5):
+        m.on_assignment(clock.now_ms, TOPIC_A, p, D1, "new")
+    assert m.next_wakeup_ms() == clock.now_ms  # more than a request's worth waiting
+    first = m.poll(clock.now_ms, Everyone(), EPOCH)
+    assert first is not None and set(assigned(first)) == {(TOPIC_A, 0), (TOPIC_A, 1)}
+    m.on_assignment(clock.now_ms, TOPIC_A, 0, D2, "moved")  # newer than the one in flight
+    second = m.poll(clock.now_ms, Everyone(), EPOCH)
+    assert second is not None and set(assigned(second)) == {(TOPIC_A, 2), (TOPIC_A, 3)}
+    assert m.poll(clock.now_ms + 1000, Everyone(), EPOCH) is None  # two in flight
+    assert m.next_wakeup_ms() is None and m.queued == 6
+    m.on_response(clock.now_ms, reply(second), request=second)
+    assert m.queued == 4
+    clock.advance(100)
+    third = m.poll(clock.now_ms, Everyone(), EPOCH)
+    # partition 0's newer assignment waits for the answer about its older one
+    assert third is not None and assigned(third) == {(TOPIC_A, 4): D1}
+    m.on_response(clock.now_ms, None, "timed out", request=first)
+    assert m.queued == 3 and m.previous_global_failures == 1
+    clock.now_ms = m.next_wakeup_ms()  # type: ignore[assignment]
+    fourth = m.poll(clock.now_ms, Everyone(), EPOCH)
+    assert fourth is not None and assigned(fourth) == {(TOPIC_A, 0): D2, (TOPIC_A, 1): D1}
+    m.on_response(clock.now_ms, reply(third), request=third)
+    m.on_response(clock.now_ms, reply(fourth), request=fourth)
+    assert m.queued == 0 and m.requests_sent == 4 and m.assignments_sent == 7
