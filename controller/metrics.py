@@ -14,12 +14,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from kraftpy.metadata.partition import LeaderRecoveryState
 from protocol.metadata_records import PartitionChangeRecord
+from protocol.transport.tally import HistogramSeries, LabelledHistogram
 
 PREFIX = "kraftpy_controller"
 KC = "kafka_controller_kafkacontroller"
@@ -191,19 +192,20 @@ _MS_BUCKETS = (0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000)
 
 class ControllerMetrics:
     def __init__(self, registry: CollectorRegistry, stats: Callable[[], ControllerStats]) -> None:
-        self.event_queue_time = Histogram(
+        # Two observations per event, every heartbeat included: plain numbers, exported at scrape time.
+        self.event_queue_time = LabelledHistogram(
             "kafka_controller_controllereventmanager_eventqueuetimems",
             "EventQueueTimeMs: time an event waited in the queue before it ran",
             ["event"],
-            registry=registry,
             buckets=_MS_BUCKETS,
+            registry=registry,
         )
-        self.event_processing_time = Histogram(
+        self.event_processing_time = LabelledHistogram(
             "kafka_controller_controllereventmanager_eventqueueprocessingtimems",
             "EventQueueProcessingTimeMs: time an event ran on the queue",
             ["event"],
-            registry=registry,
             buckets=(0.05, *_MS_BUCKETS),
+            registry=registry,
         )
         self.records_appended = Counter(
             f"{PREFIX}_records_appended",
@@ -223,7 +225,7 @@ class ControllerMetrics:
             f"{PREFIX}_commit_fsyncs", "Group commits (one fsync each) of the metadata log", registry=registry
         )
         registry.register(_StatsCollector(stats, self))
-        self._event_children: dict[str, tuple[Any, Any]] = {}
+        self._event_children: dict[str, tuple[HistogramSeries, HistogramSeries]] = {}
 
     def observe_event(self, name: str, queued_s: float, ran_s: float) -> None:
         # Looking up labelled children costs more than observing; events have a handful of names.

@@ -518,9 +518,7 @@ class KafkaListener:
                 return await run_large(self._frame, api, resp, version, correlation)
             return self._frame(api, resp, version, correlation)
         finally:
-            metrics.requests.labels(label).inc()
-            metrics.errors.labels(label, outcome.name).inc()
-            metrics.latency.labels(label).observe((time.perf_counter() - start) * 1000)
+            metrics.of(label).record(outcome, (time.perf_counter() - start) * 1000)
 
     async def _sasl(
         self, conn: _Connection, sasl: SaslServerAuthenticator, req: RpcMessage, version: int
