@@ -190,17 +190,38 @@ class ControllerEventQueue:
         on_timeout: Callable[[], None] | None = None,
     ) -> Any:
         """Run `op` on the queue; returns its response once its records are durable."""
-        if self._idle and self._task is not None and not self._closed and self._queue.empty():
-            # Nothing queued and nothing running: this event would be next anyway. Running it in
-            # the caller's task saves two task switches, most of the queue's cost per heartbeat.
-            fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-            ev = _Event(name=name, kind=_Kind.WRITE, fn=op, future=fut)
-            if not self._run_event_now(ev, ev.enqueued_ns):
-                # A fatal error: the queue takes no more events, as when its task stops on one.
-                self._closed = True
-                self._task.cancel()
-            return await fut
-        return await self._submit(name, _Kind.WRITE, op, deadline_s, on_timeout)
+        if not (self._idle and self._task is not None and not self._closed and self._queue.empty()):
+            return await self._submit(name, _Kind.WRITE, op, deadline_s, on_timeout)
+        # Nothing queued and nothing running: this event would be next anyway. Running it in the
+        # caller's task saves two task switches, most of the queue's cost per heartbeat.
+        start = time.monotonic_ns()
+        # See _run_write.
+        enabled = gc.isenabled()
+        if enabled:
+            gc.disable()
+        try:
+            offset, response = self._apply(op)
+        except _FatalError as e:
+            self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
+            # The queue takes no more events, as when its task stops on a fatal error; the caller
+            # gets no answer, as one whose event was queued gets none.
+            self._closed = True
+            self._task.cancel()
+            never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            return await never
+        finally:
+            if enabled:
+                gc.enable()
+            if self._observe is not None:
+                self._observe(name, 0.0, (time.monotonic_ns() - start) / 1e9)
+        if offset < self._deferred.high_watermark:
+            # Everything its answer rests on is durable already (a heartbeat that changed nothing,
+            # the usual case): no future to wait on. No reply can be waiting then either, for every
+            # waiter's offset is at most this one.
+            return response
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._deferred.add(offset, fut, response)
+        return await fut
 
     async def read(self, name: str, fn: Callable[[], T], *, deadline_s: float | None = None) -> T:
         """Run `fn` on the queue once every record written so far is durable."""
@@ -315,10 +336,16 @@ class ControllerEventQueue:
                 gc.enable()
 
     def _write_now(self, ev: _Event[Any]) -> None:
+        offset, response = self._apply(ev.fn)
+        self._deferred.add(offset, ev.future, response)
+
+    def _apply(self, op: Callable[[WriteContext], OperationResult]) -> tuple[int, Any]:
+        """Run a write operation and append its records: (the offset its reply waits for, the reply)."""
         base = self._sink.next_offset
-        result = ev.fn(WriteContext(now_ms=self._clock_ms(), next_write_offset=base))
-        records = list(result.records)
+        result = op(_new_context(WriteContext, (self._clock_ms(), base)))
+        records = result.records
         if records:
+            records = list(records)
             # Refusals (a batch too large to be atomic) reach the caller before anything changed.
             prepared = self._sink.prepare(records, result.is_atomic)
             replay = self._replay
@@ -342,7 +369,11 @@ class ControllerEventQueue:
             heap.after_change(len(records))
             if self._on_records is not None:
                 self._on_records(records)
-        self._deferred.add(self._last_appended, ev.future, result.response)
+        return self._last_appended, result.response
+
+
+_new_context = tuple.__new__
+"""Builds a WriteContext without the NamedTuple's Python-level constructor (one per event)."""
 
 
 class _FatalError(Exception):
