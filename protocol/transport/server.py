@@ -229,7 +229,35 @@ def create_app(
 
 
 def _encode(resp: RpcMessage, version: int, encoding: Encoding) -> bytes:
-    return codec.encode(resp.to_wire(version, encoding), encoding)
+    values = tuple(resp.__dict__.values())
+    kinds = tuple(map(type, values))
+    if not _FLAT.issuperset(kinds):
+        return codec.encode(resp.to_wire(version, encoding), encoding)
+    # An answer of plain values only (a heartbeat's, the usual one): its bytes follow from its
+    # class, version, encoding and values, and few such answers differ. The kinds are part of the
+    # key since True == 1 and hash alike, yet encode differently.
+    key = (type(resp), version, encoding, values, kinds)
+    found = _ENCODED.get(key)
+    if found is None:
+        found = codec.encode(resp.to_wire(version, encoding), encoding)
+        if len(found) <= ENCODED_ANSWER_BYTES:
+            if len(_ENCODED) >= ENCODED_ANSWERS:
+                # Answers holding ids or epochs (registrations) all differ: start over rather than
+                # keep them.
+                _ENCODED.clear()
+            _ENCODED[key] = found
+    return found
+
+
+_FLAT = frozenset({int, bool, str, type(None)})
+"""Kinds of field values an answer may be remembered by: immutable, and equal only when encoded
+alike (not float: 0.0 == -0.0)."""
+
+ENCODED_ANSWERS = 1024
+"""How many encoded answers of plain values are kept, each at most ENCODED_ANSWER_BYTES long."""
+ENCODED_ANSWER_BYTES = 512
+
+_ENCODED: dict[tuple[Any, ...], bytes] = {}
 
 
 def _parse(
