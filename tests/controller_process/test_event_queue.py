@@ -191,3 +191,29 @@ async def test_replay_failure_is_fatal() -> None:
     await settle()
     assert fatal and "replaying" in fatal[0] and log.records == []
     fut.cancel()
+
+
+async def test_a_write_without_records_on_a_durable_log_is_answered_at_once() -> None:
+    log = ListLog()
+    seen: list[tuple[str, float]] = []
+    q = ControllerEventQueue(
+        replay=lambda r, off: None,
+        sink=log,
+        on_fatal=lambda m, e: None,
+        observe=lambda name, queued, ran: seen.append((name, queued)),
+    )
+    q.start()
+    await settle()
+    assert await q.write("heartbeat", lambda ctx: Result([], "alive")) == "alive"
+    with pytest.raises(KafkaError):
+        await q.write("refused", lambda ctx: (_ for _ in ()).throw(KafkaError(Errors.STALE_BROKER_EPOCH)))
+    first = asyncio.ensure_future(q.write("w", lambda ctx: Result(["x"], "one")))
+    await asyncio.sleep(0)
+    # Its answer rests on a record not yet durable: it waits like any other.
+    later = asyncio.ensure_future(q.write("heartbeat", lambda ctx: Result([], "after")))
+    await settle()
+    assert not first.done() and not later.done()
+    q.on_committed(log.next_offset)
+    assert await first == "one" and await later == "after"
+    assert seen[:2] == [("heartbeat", 0.0), ("refused", 0.0)]
+    await q.close()
