@@ -13,11 +13,14 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Generic, TypeVar
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 from prometheus_client.utils import INF, floatToGoString
+
+S = TypeVar("S")
 
 
 class CounterSeries:
@@ -29,8 +32,8 @@ class CounterSeries:
         self.value = 0
 
 
-class LabelledCounter(Collector):
-    """A counter with labels, exported as prometheus_client's `Counter` of the same name would be."""
+class _Labelled(Collector, Generic[S]):
+    """A metric's series by label values, registered in `registry` to be collected at scrape time."""
 
     def __init__(
         self,
@@ -42,19 +45,29 @@ class LabelledCounter(Collector):
         self._name = name
         self._documentation = documentation
         self._labelnames = tuple(labelnames)
-        self._series: dict[tuple[str, ...], CounterSeries] = {}
+        self._series: dict[tuple[str, ...], S] = {}
         if registry is not None:
             registry.register(self)
 
-    def labels(self, *values: str) -> CounterSeries:
-        """The series of these label values (created at 0 on first use); keep it, it is not cheap."""
+    def _new_series(self) -> S:
+        raise NotImplementedError
+
+    def labels(self, *values: str) -> S:
+        """The series of these label values (created empty on first use); keep it, it is not cheap."""
         key = tuple(str(v) for v in values)
         found = self._series.get(key)
         if found is None:
             if len(key) != len(self._labelnames):
                 raise ValueError(f"{self._name}: {len(self._labelnames)} label values expected, got {key}")
-            found = self._series[key] = CounterSeries()
+            found = self._series[key] = self._new_series()
         return found
+
+
+class LabelledCounter(_Labelled[CounterSeries]):
+    """A counter with labels, exported as prometheus_client's `Counter` of the same name would be."""
+
+    def _new_series(self) -> CounterSeries:
+        return CounterSeries()
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         family = CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
@@ -83,7 +96,7 @@ class HistogramSeries:
         self.counts[bisect_left(self.bounds, amount)] += 1
 
 
-class LabelledHistogram(Collector):
+class LabelledHistogram(_Labelled[HistogramSeries]):
     """A histogram with labels, exported as prometheus_client's `Histogram` of the same name and
     buckets would be."""
 
@@ -105,24 +118,12 @@ class LabelledHistogram(Collector):
         if bounds[0] < 0:
             # Histogram leaves _sum out then; no caller needs that.
             raise ValueError("Buckets must not be negative")
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = tuple(labelnames)
         self._bounds = bounds
         self._les = [floatToGoString(b) for b in bounds]
-        self._series: dict[tuple[str, ...], HistogramSeries] = {}
-        if registry is not None:
-            registry.register(self)
+        super().__init__(name, documentation, labelnames, registry)
 
-    def labels(self, *values: str) -> HistogramSeries:
-        """The series of these label values (created empty on first use); keep it, it is not cheap."""
-        key = tuple(str(v) for v in values)
-        found = self._series.get(key)
-        if found is None:
-            if len(key) != len(self._labelnames):
-                raise ValueError(f"{self._name}: {len(self._labelnames)} label values expected, got {key}")
-            found = self._series[key] = HistogramSeries(self._bounds)
-        return found
+    def _new_series(self) -> HistogramSeries:
+        return HistogramSeries(self._bounds)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
         family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
