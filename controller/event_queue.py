@@ -195,14 +195,9 @@ class ControllerEventQueue:
         # Nothing queued and nothing running: this event would be next anyway. Running it in the
         # caller's task saves two task switches, most of the queue's cost per heartbeat.
         start = time.monotonic_ns()
-        # See _run_write.
-        enabled = gc.isenabled()
-        if enabled:
-            gc.disable()
         try:
-            offset, response = self._apply(op)
-        except _FatalError as e:
-            self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
+            offset, response = self._apply_paused(name, op)
+        except _FatalError:
             # The queue takes no more events, as when its task stops on a fatal error; the caller
             # gets no answer, as one whose event was queued gets none.
             self._closed = True
@@ -210,8 +205,6 @@ class ControllerEventQueue:
             never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             return await never
         finally:
-            if enabled:
-                gc.enable()
             if self._observe is not None:
                 self._observe(name, 0.0, (time.monotonic_ns() - start) / 1e9)
         if offset < self._deferred.high_watermark:
@@ -294,9 +287,9 @@ class ControllerEventQueue:
     def _run_event_now(self, ev: _Event[Any], start: int) -> bool:
         """Run a write event; False when it failed fatally (the queue must stop)."""
         try:
-            self._run_write(ev)
-        except _FatalError as e:
-            self._on_fatal(f"{ev.name}: {e.reason}", e.__cause__ or e)
+            offset, response = self._apply_paused(ev.name, ev.fn)
+            self._deferred.add(offset, ev.future, response)
+        except _FatalError:
             return False
         except Exception as e:
             # The core raises KafkaError for refusals; anything else is the caller's error too,
@@ -321,7 +314,8 @@ class ControllerEventQueue:
         if not ev.future.done():
             ev.future.set_exception(EventTimeoutError(f"{ev.name} waited past its deadline in the queue"))
 
-    def _run_write(self, ev: _Event[Any]) -> None:
+    def _apply_paused(self, name: str, op: Callable[[WriteContext], OperationResult]) -> tuple[int, Any]:
+        """`_apply` with the cyclic collector paused; a fatal error is reported before it is raised."""
         # An operation, its encoding and its replay allocate one or more objects per record and
         # free none of them before the end; a dir failure makes 100,000 records. Cyclic collections
         # meanwhile would walk the whole partition state several times over for nothing. Spelled
@@ -330,14 +324,13 @@ class ControllerEventQueue:
         if enabled:
             gc.disable()
         try:
-            self._write_now(ev)
+            return self._apply(op)
+        except _FatalError as e:
+            self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
+            raise
         finally:
             if enabled:
                 gc.enable()
-
-    def _write_now(self, ev: _Event[Any]) -> None:
-        offset, response = self._apply(ev.fn)
-        self._deferred.add(offset, ev.future, response)
 
     def _apply(self, op: Callable[[WriteContext], OperationResult]) -> tuple[int, Any]:
         """Run a write operation and append its records: (the offset its reply waits for, the reply)."""

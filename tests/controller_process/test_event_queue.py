@@ -190,6 +190,8 @@ async def test_replay_failure_is_fatal() -> None:
     fut = asyncio.ensure_future(q.write("w", lambda ctx: Result(["x"], None)))
     await settle()
     assert fatal and "replaying" in fatal[0] and log.records == []
+    with pytest.raises(QueueClosedError):
+        await q.write("after", lambda ctx: Result([], None))
     fut.cancel()
 
 
