@@ -55,3 +55,15 @@ def test_remembered_answers_tell_true_from_one() -> None:
     assert _encode(as_bool, 1, "msgpack") == codec.encode(as_bool.to_wire(1, "msgpack"), "msgpack")
     assert _encode(as_int, 1, "msgpack") == codec.encode(as_int.to_wire(1, "msgpack"), "msgpack")
     assert _encode(as_bool, 1, "msgpack") != _encode(as_int, 1, "msgpack")
+
+
+def test_answers_with_lists_are_encoded_each_time_and_never_remembered() -> None:
+    from protocol.rpc.assign_replicas_to_dirs import AssignReplicasToDirsResponse
+    from protocol.transport import server
+
+    resp = AssignReplicasToDirsResponse(ErrorCode=0, Directories=[])
+    before = dict(server._ENCODED)
+    assert _encode(resp, 0, "msgpack") == codec.encode(resp.to_wire(0, "msgpack"), "msgpack")
+    assert before == server._ENCODED
+    assert server._PLAIN_CLASSES[AssignReplicasToDirsResponse] is False
+    assert server._PLAIN_CLASSES.get(BrokerHeartbeatResponse) in (None, True)
