@@ -21,7 +21,8 @@ import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal, Self, get_args, get_origin
+from types import UnionType
+from typing import Any, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -266,6 +267,44 @@ class RpcMessage(BaseModel):
         return out
 
     def _check_version(self, version: int, path: str) -> None:
+        mandatory, may_be_null, may_nest, absent = type(self)._version_checks(version)
+        present = self.model_fields_set
+        # The usual request passes the field-by-field walk below without an error or a change:
+        # decided here from set operations and the few fields that could fail. Anything else
+        # takes the walk, so an error names the first field it concerns, as the walk finds it.
+        if mandatory <= present and absent.isdisjoint(present):
+            for name in may_be_null:
+                if getattr(self, name) is None:
+                    break
+            else:
+                for name in may_nest:
+                    value = getattr(self, name)
+                    if isinstance(value, RpcMessage | list):
+                        _check_nested(value, version, path, name)
+                return
+        self._check_version_walk(version, path)
+
+    @classmethod
+    @cache
+    def _version_checks(
+        cls, version: int
+    ) -> tuple[frozenset[str], tuple[str, ...], tuple[str, ...], frozenset[str]]:
+        """For `version`: (mandatory fields, fields that may hold a null they must not, fields that
+        may hold structs, fields the version lacks), in the walk's field order."""
+        plan = cls._wire_plan(version)
+        fields = cls.model_fields
+        return (
+            frozenset(name for name, in_version, _, tagged, _, _ in plan if in_version and not tagged),
+            tuple(
+                name
+                for name, in_version, nullable, _, _, _ in plan
+                if in_version and not nullable and _admits_none(fields[name].annotation)
+            ),
+            tuple(name for name, in_version, *_ in plan if in_version and _may_nest(fields[name].annotation)),
+            frozenset(name for name, in_version, *_ in plan if not in_version),
+        )
+
+    def _check_version_walk(self, version: int, path: str) -> None:
         cls = type(self)
         present = self.model_fields_set
         for name, in_version, nullable, tagged, ignorable, default in cls._wire_plan(version):
@@ -305,6 +344,30 @@ def _dump(value: Any, version: int, encoding: Encoding, path: str, name: str) ->
             )
         return [_dump(v, version, encoding, path, name) for v in value]
     return value
+
+
+def _admits_none(annotation: Any) -> bool:
+    """Whether a field declared `annotation` may hold None (forms not known here: yes)."""
+    if annotation is None or annotation is type(None) or annotation is Any:
+        return True
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return any(_admits_none(a) for a in get_args(annotation))
+    if origin is Literal:
+        return None in get_args(annotation)
+    return origin is None and not isinstance(annotation, type)
+
+
+def _may_nest(annotation: Any) -> bool:
+    """Whether a field declared `annotation` may hold a struct or a list (forms not known here: yes)."""
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return any(_may_nest(a) for a in get_args(annotation))
+    if origin is not None:
+        return origin is not Literal and not (isinstance(origin, type) and not issubclass(origin, list))
+    if isinstance(annotation, type):
+        return issubclass(annotation, RpcMessage | list)
+    return annotation is not None
 
 
 def _check_nested(value: Any, version: int, path: str, name: str) -> None:

@@ -140,3 +140,34 @@ def test_a_piecewise_refusal_names_the_field_and_item(field: str, items: list[ob
     with pytest.raises(KafkaError) as e:
         BrokerRegistrationRequest.from_wire(body, 2, piecewise=True)
     assert e.value.code is Errors.INVALID_REQUEST and e.value.message.startswith(message), e.value.message
+
+
+def _checked(spec_name: str, data: object, version: int) -> object:
+    model = API_SPECS[spec_name].request_model
+    try:
+        msg = model.from_wire(data, version)
+    except KafkaError as e:
+        return ("refused", e.message)
+    return msg.model_dump(), msg.model_fields_set
+
+
+@pytest.mark.parametrize("spec_name", [s.name for s in SPECS])
+def test_the_version_check_decides_as_the_field_by_field_walk_does(
+    spec_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that needs nothing of the version check is passed on set operations alone; anything
+    else goes field by field. Both must accept, refuse (with the same message) and drop fields alike,
+    at the body's own version and at every other one (fields missing or left over)."""
+    from protocol.rpc.message import RpcMessage
+
+    spec = API_SPECS[spec_name]
+    cases = [
+        (data, version)
+        for data, body_version in _edge_bodies(spec_name, 150)
+        for version in {body_version, spec.min_version, spec.max_version}
+    ]
+    fast = [_checked(spec_name, data, version) for data, version in cases]
+    monkeypatch.setattr(RpcMessage, "_check_version", RpcMessage._check_version_walk)
+    walked = [_checked(spec_name, data, version) for data, version in cases]
+    assert fast == walked
+    assert any(outcome[0] != "refused" for outcome in fast)
