@@ -5,7 +5,9 @@
 
 (a) Heartbeats: registers `--brokers` simulated brokers, unfences them, then `--clients`
     concurrent aiohttp sessions send heartbeats round-robin for `--duration` seconds (at most
-    `--max-heartbeats`). Prints heartbeats/s and p50/p99/max latency.
+    `--max-heartbeats`). Prints heartbeats/s and p50/p99/max latency. Then the same requests go to
+    aiohttp's own low-level server answering fixed bytes: the CPU per request HTTP costs on this
+    machine whatever the handler does, printed beside the controller's.
 (b) Offline dir: one broker with dirs [A, B] leads `--partitions` partitions, all in A (created
     with CreateTopics in large batches, placed with AssignReplicasToDirs). It then heartbeats with
     OfflineLogDirs=[A]. The reply comes only once every resulting record is fsynced, so the
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import multiprocessing
 import os
 import re
 import shutil
@@ -38,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import aiohttp
 import msgpack
+import uvloop
 
 from protocol.uuid import Uuid
 from tools.cluster.configs import write_controller_config
@@ -73,12 +77,17 @@ class Controller:
         return self.proc.terminate(60)
 
     def cpu_seconds(self) -> float:
-        """User + system CPU the controller process has used (Linux /proc), to compare runs on a busy machine."""
-        try:
-            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return float("nan")
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        """User + system CPU the controller process has used, to compare runs on a busy machine."""
+        return _cpu_seconds(self.proc.pid)
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """User + system CPU process `pid` has used (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 class Rpc:
@@ -201,27 +210,8 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
         )
 
         bodies = [Rpc.encode(heartbeat(b, e)) for b, e in epochs.items()]
-        latencies: list[float] = []
-        errors = 0
-        stop_at = time.perf_counter() + args.duration
-        budget = args.max_heartbeats
-
-        async def worker(w: int) -> None:
-            nonlocal errors, budget
-            i = w
-            while time.perf_counter() < stop_at and budget > 0:
-                budget -= 1
-                start = time.perf_counter()
-                resp = await rpc.post("BrokerHeartbeat", bodies[i % len(bodies)])
-                latencies.append(time.perf_counter() - start)
-                if resp.get("ErrorCode", 0) != 0:
-                    errors += 1
-                i += args.clients
-
-        started = time.perf_counter()
         cpu0 = ctl.cpu_seconds()
-        await asyncio.gather(*(worker(w) for w in range(args.clients)))
-        elapsed = time.perf_counter() - started
+        latencies, errors, elapsed = await drive(rpc, bodies, args)
         cpu = ctl.cpu_seconds() - cpu0
         latencies.sort()
         rate = len(latencies) / elapsed
@@ -247,10 +237,83 @@ async def bench_heartbeats(args: argparse.Namespace, workdir: Path) -> dict[str,
             f"goal <= {HEARTBEAT_CPU_GOAL_MS} ms); "
             f"load average now {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs"
         )
+        bare = await bare_aiohttp_cpu_ms(bodies, args)
+        print(
+            f"(a) aiohttp alone, a handler answering fixed bytes to the same requests from the same client: "
+            f"{bare:.3f} ms CPU per request, the share of the goal no controller code can remove"
+        )
+        out["bare_aiohttp_cpu_ms"] = bare
         return out
     finally:
         await rpc.close()
         ctl.stop()
+
+
+async def drive(rpc: Rpc, bodies: list[bytes], args: argparse.Namespace) -> tuple[list[float], int, float]:
+    """`--clients` senders post heartbeats round-robin for `--duration`: (sorted latencies, errors, seconds)."""
+    latencies: list[float] = []
+    errors = 0
+    stop_at = time.perf_counter() + args.duration
+    budget = args.max_heartbeats
+
+    async def worker(w: int) -> None:
+        nonlocal errors, budget
+        i = w
+        while time.perf_counter() < stop_at and budget > 0:
+            budget -= 1
+            start = time.perf_counter()
+            resp = await rpc.post("BrokerHeartbeat", bodies[i % len(bodies)])
+            latencies.append(time.perf_counter() - start)
+            if resp.get("ErrorCode", 0) != 0:
+                errors += 1
+            i += args.clients
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(args.clients)))
+    latencies.sort()
+    return latencies, errors, time.perf_counter() - started
+
+
+def _serve_bare(port: int, answer: bytes) -> None:
+    from aiohttp import web
+
+    async def handler(request: web.BaseRequest) -> web.Response:
+        await request.read()
+        return web.Response(body=answer, headers={"Content-Type": "application/x-msgpack"})
+
+    async def serve() -> None:
+        runner = web.ServerRunner(web.Server(handler, access_log=None), handle_signals=False)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        await asyncio.Event().wait()
+
+    uvloop.run(serve())
+
+
+async def bare_aiohttp_cpu_ms(bodies: list[bytes], args: argparse.Namespace) -> float:
+    """CPU per request of aiohttp's own low-level server on uvloop, the controller's stack without it."""
+    port = free_port()
+    answer = Rpc.encode({"ThrottleTimeMs": 0, "ErrorCode": 0, "IsCaughtUp": True, "IsFenced": False})
+    proc = multiprocessing.get_context("spawn").Process(target=_serve_bare, args=(port, answer), daemon=True)
+    proc.start()
+    rpc = Rpc(f"http://127.0.0.1:{port}", connections=max(16, args.clients * 4))
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                await rpc.post("BrokerHeartbeat", bodies[0])
+                break
+            except aiohttp.ClientConnectionError:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.05)
+        cpu0 = _cpu_seconds(proc.pid)
+        latencies, _, _ = await drive(rpc, bodies, args)
+        return (_cpu_seconds(proc.pid) - cpu0) / max(1, len(latencies)) * 1000
+    finally:
+        await rpc.close()
+        proc.kill()
+        proc.join()
 
 
 # ---- (b) a directory with 100,000 partitions goes offline -----------------------------------------------
