@@ -7,7 +7,8 @@ walks all of them (about 0.3 s per 100,000 partitions here), so while replay, a 
 operation touching many partitions allocates, the collector's passes cost as much as the work.
 
 Those steps run with the collector paused, and after a large load or change (or smaller ones adding
-up to one) the objects alive then are frozen (`gc.freeze`): later passes no longer walk them, reference counting still frees them.
+up to one) the objects alive then are frozen (`gc.freeze`): later passes no longer walk them,
+reference counting still frees them.
 What that costs: cyclic garbage alive at that moment is never collected; it is what was in flight
 on the loop, a few objects per large change.
 
