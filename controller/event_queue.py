@@ -267,6 +267,8 @@ class ControllerEventQueue:
                 self._idle = False
                 try:
                     if not self._run_event_now(ev, start):
+                        # As the inline path does: later writes are refused, not left waiting.
+                        self._closed = True
                         return
                 finally:
                     self._idle = True
@@ -326,8 +328,12 @@ class ControllerEventQueue:
         try:
             return self._apply(op)
         except _FatalError as e:
-            self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
-            raise
+            try:
+                self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
+            finally:
+                # Even when the report itself fails, the caller must see a fatal error and stop
+                # the queue: the state may be half-replayed.
+                raise e
         finally:
             if enabled:
                 gc.enable()

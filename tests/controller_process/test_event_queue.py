@@ -219,3 +219,41 @@ async def test_a_write_without_records_on_a_durable_log_is_answered_at_once() ->
     assert await first == "one" and await later == "after"
     assert seen[:2] == [("heartbeat", 0.0), ("refused", 0.0)]
     await q.close()
+
+
+@pytest.mark.parametrize("report_fails", [False, True])
+async def test_a_queued_write_whose_replay_fails_stops_the_queue(report_fails: bool) -> None:
+    """The write waits behind a read, so it runs on the queue's own task, not the caller's. The
+    fatal error is reported once and the queue stops, even when the report itself raises."""
+    log = ListLog()
+    fatal: list[str] = []
+
+    def bad_replay(r: Any, off: int) -> None:
+        if r == "bad":
+            raise ValueError("BUG")
+
+    def on_fatal(m: str, e: BaseException) -> None:
+        fatal.append(m)
+        if report_fails:
+            raise OSError("the log pipe is closed")
+
+    q = ControllerEventQueue(replay=bad_replay, sink=log, on_fatal=on_fatal)
+    q.start()
+    first = asyncio.ensure_future(q.write("first", lambda ctx: Result(["ok"], None)))
+    await settle()
+    reading = asyncio.ensure_future(q.read("r", lambda: "read"))
+    await settle()
+    bad = asyncio.ensure_future(q.write("bad", lambda ctx: Result(["bad"], None)))
+    await settle()
+    assert not bad.done() and fatal == []
+    q.on_committed(log.next_offset)
+    await settle()
+    assert await reading == "read"
+    assert len(fatal) == 1 and "replaying" in fatal[0]
+    assert log.records == ["ok"]
+    with pytest.raises(QueueClosedError):
+        # Bounded: a queue that failed to stop would leave this write waiting for good.
+        await asyncio.wait_for(q.write("after", lambda ctx: Result(["x"], None)), 10)
+    assert log.records == ["ok"]
+    for fut in (first, bad):
+        fut.cancel()
