@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from types import UnionType
-from typing import Any, Literal, Self, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Self, Union, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -297,8 +297,8 @@ class RpcMessage(BaseModel):
             frozenset(name for name, in_version, _, tagged, _, _ in plan if in_version and not tagged),
             tuple(
                 name
-                for name, in_version, nullable, _, _, _ in plan
-                if in_version and not nullable and _admits_none(fields[name].annotation)
+                for name, in_version, nullable, _, _, default in plan
+                if in_version and not nullable and (default is None or _admits_none(fields[name].annotation))
             ),
             tuple(name for name, in_version, *_ in plan if in_version and _may_nest(fields[name].annotation)),
             frozenset(name for name, in_version, *_ in plan if not in_version),
@@ -346,28 +346,39 @@ def _dump(value: Any, version: int, encoding: Encoding, path: str, name: str) ->
     return value
 
 
+_LEAVES = (int, bool, str, bytes, float, Uuid, type(None))
+"""Types a field may be declared as that never hold a struct or a list."""
+
+
+def _bare(annotation: Any) -> Any:
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
 def _admits_none(annotation: Any) -> bool:
-    """Whether a field declared `annotation` may hold None (forms not known here: yes)."""
-    if annotation is None or annotation is type(None) or annotation is Any:
+    """Whether a field declared `annotation` may hold None: False only for forms known not to."""
+    annotation = _bare(annotation)
+    if annotation is None or annotation is type(None) or annotation is Any or annotation is object:
         return True
     origin = get_origin(annotation)
     if origin is Union or origin is UnionType:
         return any(_admits_none(a) for a in get_args(annotation))
     if origin is Literal:
         return None in get_args(annotation)
-    return origin is None and not isinstance(annotation, type)
+    # A generic container (list[...]) or a class: pydantic lets no None through.
+    return not (origin is not None or isinstance(annotation, type))
 
 
 def _may_nest(annotation: Any) -> bool:
-    """Whether a field declared `annotation` may hold a struct or a list (forms not known here: yes)."""
+    """Whether a field declared `annotation` may hold a struct or a list: False only for leaves."""
+    annotation = _bare(annotation)
+    if annotation is None or annotation in _LEAVES:
+        return False
     origin = get_origin(annotation)
     if origin is Union or origin is UnionType:
         return any(_may_nest(a) for a in get_args(annotation))
-    if origin is not None:
-        return origin is not Literal and not (isinstance(origin, type) and not issubclass(origin, list))
-    if isinstance(annotation, type):
-        return issubclass(annotation, RpcMessage | list)
-    return annotation is not None
+    return origin is not Literal
 
 
 def _check_nested(value: Any, version: int, path: str, name: str) -> None:
