@@ -16,7 +16,10 @@ One run does both measurements on the same filesystems:
 
 Beside MB/s, each run prints the brokers' CPU time per MB acknowledged (all three brokers, warm-up
 included): what the brokers spend per byte, which other load on a shared machine moves far less
-than it moves MB/s.
+than it moves MB/s. The client's CPU per MB (this process, its librdkafka threads included) comes
+next, and then the MB/s the machine's cores would carry at those two costs if nothing else ran: the
+client shares the cores with the brokers, so when MB/s is close to that figure, CPU is the bound,
+not the disks.
 
 Log dirs are loop-device ext4 filesystems when run as root with losetup and mkfs.ext4; otherwise
 (or with --plain) plain directories in a temp dir, and the output says so. Brokers do not fsync
@@ -82,6 +85,12 @@ def raw_append_fsync(paths: list[Path], batch_bytes: int, seconds: float) -> tup
     rates = [n / secs for n, secs in results if secs > 0]
     per_fs = sum(rates) / len(rates)
     return per_fs * batch_bytes / (1024 * 1024), per_fs
+
+
+def own_cpu_seconds() -> float:
+    """User + system CPU of this process, the client's threads (librdkafka's among them) included."""
+    times = os.times()
+    return times.user + times.system
 
 
 def cpu_seconds(pids: list[int]) -> float:
@@ -270,16 +279,17 @@ def main() -> int:
                 topic = f"bench-{client}-{size}"
                 print(f"{client}: {count:,} records of {size} B", flush=True)
                 if client == "kraftpy":
-                    cpu = cpu_seconds(broker_pids)
+                    cpu, mine = cpu_seconds(broker_pids), own_cpu_seconds()
                     stats = asyncio.run(produce(cluster.bootstrap, args, topic, count, size))
                 else:
                     asyncio.run(create_topic(cluster.bootstrap, topic, args.partitions))
-                    cpu = cpu_seconds(broker_pids)
+                    cpu, mine = cpu_seconds(broker_pids), own_cpu_seconds()
                     stats = produce_librdkafka(cluster.kafka_bootstrap, topic, count, size, args)
                 # The brokers' CPU per MB produced (warm-up included): what they do per byte, which
-                # the machine's other load does not change as much as it changes MB/s.
+                # the machine's other load does not change as much as it changes MB/s. The client's
+                # beside it: it runs on the same cores.
                 cpu = cpu_seconds(broker_pids) - cpu
-                runs.append((client, size, stats, cpu))
+                runs.append((client, size, stats, cpu, own_cpu_seconds() - mine))
     finally:
         procs.stop_all()
         if disk_set is not None:
@@ -294,17 +304,22 @@ def main() -> int:
     )
     print(
         f"  {'client':<11} {'record':>7} {'MB/s':>8} {'records/s':>11} {'p50 ms':>7} {'p99 ms':>7} "
-        f"{'brokers CPU ms/MB':>17} {'ratio':>7}  goal"
+        f"{'brokers CPU ms/MB':>17} {'client CPU ms/MB':>16} {'CPU-bound MB/s':>14} {'ratio':>7}  goal"
     )
     failed = 0
-    for client, size, stats, cpu in runs:
+    cores = os.cpu_count() or 1
+    for client, size, stats, cpu, client_cpu in runs:
         ratio = stats.mb_per_sec / ceiling_mb if ceiling_mb > 0 else float("nan")
         goal = f">= {GOAL_RATIO}" if client == "librdkafka" and size >= 1024 else ""
         mb = stats.acked * size / (1024 * 1024)
+        per_mb = cpu * 1000 / mb if mb else float("nan")
+        client_per_mb = client_cpu * 1000 / mb if mb else float("nan")
+        # What this machine's cores would carry if nothing but the brokers and the client ran.
+        bound = cores * 1000 / (per_mb + client_per_mb) if mb else float("nan")
         print(
             f"  {client:<11} {size:>5} B {stats.mb_per_sec:8.2f} {stats.records_per_sec:11,.0f} "
             f"{stats.percentile(0.5):7.1f} {stats.percentile(0.99):7.1f} "
-            f"{cpu * 1000 / mb if mb else float('nan'):17.1f} {ratio:7.3f}  {goal}"
+            f"{per_mb:17.1f} {client_per_mb:16.1f} {bound:14.1f} {ratio:7.3f}  {goal}"
         )
         if stats.failed:
             print(f"    {stats.failed} records failed: {stats.first_error}")
