@@ -39,7 +39,7 @@ from broker.core.metadata_fetch import (
 from broker.metadata_snapshots import BrokerSnapshotter
 from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
-from kraftpy.heap import after_load, collector_paused
+from kraftpy.heap import after_load, collector_paused, lasting
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import MetadataLog, MetadataLogConfig, SnapshotId
 from protocol.record_batch import iter_batches, metadata_records
@@ -57,20 +57,22 @@ def _append(mlog: MetadataLog, data: bytes) -> tuple[int, int]:
     return first, last
 
 
-def _replay(data: bytes, delta: MetadataDelta) -> None:
+def _replay(data: bytes, delta: MetadataDelta) -> int:
+    """Replays `data`'s records into `delta`; returns how many count towards a freeze (`lasting`)."""
     n = 0
     with collector_paused():
         for batch in iter_batches(data):
             if not batch.is_control:
                 base = batch.base_offset
                 epoch, ts = batch.partition_leader_epoch, batch.max_timestamp
-                for rec, amv in zip(batch.records, metadata_records(batch), strict=True):
+                records = metadata_records(batch)
+                for rec, amv in zip(batch.records, records, strict=True):
                     delta.replay(amv, base + rec.offset_delta, epoch=epoch, timestamp_ms=ts)
-                    n += 1
+                n += lasting(records)
             if delta.last_offset is None or delta.last_offset < batch.last_offset:
                 # control batches (LeaderChange) move the offset on without records to replay
                 delta.last_offset = batch.last_offset
-        after_load(n)
+    return n
 
 
 def _load_image(mlog: MetadataLog) -> MetadataDelta:
@@ -153,12 +155,13 @@ class LocalMetadataLog:
         found = self.log.end_offset_for_epoch(epoch)
         return found.offset, found.epoch
 
-    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> tuple[int, int]:
-        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread."""
+    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> tuple[int, int, int]:
+        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread:
+        (first offset, last offset, how many records count towards a freeze)."""
         assert self.log is not None
-        offsets = await self.log_dir.run(_append, self.log, data)
-        await self._on_cpu(_replay, data, delta)
-        return offsets
+        first, last = await self.log_dir.run(_append, self.log, data)
+        lasting_records = await self._on_cpu(_replay, data, delta)
+        return first, last, lasting_records
 
     async def truncate_to(self, offset: int) -> MetadataDelta:
         assert self.log is not None
@@ -243,7 +246,7 @@ class MetadataLoader:
     async def _append(self, data: bytes) -> None:
         assert self._delta is not None
         delta = self._delta
-        first, last = await self.local.append_and_replay(data, delta)
+        _, _, lasting_records = await self.local.append_and_replay(data, delta)
         if self.local.snapshotter is not None:
             self.local.snapshotter.on_applied(len(data))
         # The new image and what the broker derives from it: objects per changed partition
@@ -251,7 +254,9 @@ class MetadataLoader:
             self.image = delta.apply()
             self._delta = delta.next_delta(self.image)
             self.on_image(self.image, delta)
-            after_load(last - first + 1)
+            # Once per fetch, counting what replay counted: the objects of the replay and of the
+            # publish alike are frozen when these add up to a large change.
+            after_load(lasting_records)
 
     def maybe_snapshot(self) -> None:
         """Checked after every fetch: the high watermark a snapshot waits for may come without records."""

@@ -292,7 +292,7 @@ class ControllerServer:
                     continue
                 records = metadata_records(batch)
                 core.replay_all(records, entry.offset)
-                replayed += len(records)
+                replayed += heap.lasting(records)
                 committed.add(entry.offset, records, entry.epoch, batch.max_timestamp)
                 self._story.on_committed(records)
             heap.after_change(replayed)

@@ -6,8 +6,8 @@ cycle: reference counting frees each when replay replaces it. Yet every full pas
 walks all of them (about 0.3 s per 100,000 partitions here), so while replay, a start or an
 operation touching many partitions allocates, the collector's passes cost as much as the work.
 
-Those steps run with the collector paused, and after a large load or change (or several changes of
-at least MEDIUM records adding up to one) the objects alive then are frozen (`gc.freeze`): later
+Those steps run with the collector paused, and after a large load or change (or smaller ones adding
+up to one; NoOpRecords do not count) the objects alive then are frozen (`gc.freeze`): later
 passes no longer walk them, reference counting still frees them.
 What that costs: cyclic garbage alive at that moment is never collected; it is what was in flight
 on the loop, a few objects per large change.
@@ -20,29 +20,37 @@ collector comes back on only when the last pause of either kind ends.
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
+from typing import Any
 
+from protocol.metadata_records import NoOpRecord
 from protocol.transport.offload import collector_paused
 
 LARGE = 10_000
 """Records or replicas from which the objects alive are frozen."""
 
-MEDIUM = LARGE // 20
-"""The smallest change that counts towards LARGE."""
-
-__all__ = ["LARGE", "after_change", "after_load", "collector_paused"]
+__all__ = ["LARGE", "after_change", "after_load", "collector_paused", "lasting"]
 
 _loaded_since_freeze = 0
 
 
 def after_change(records: int) -> None:
-    """`records` records were replayed in one go: what is alive is frozen once LARGE records have
-    come in since the last freeze, counting only changes of at least MEDIUM records. A broker
-    placing 100,000 replicas sends them 2,000 to a request, and each request's new registrations
-    would otherwise stay in the collector's older generations, walked by every full pass; a
-    controller's NoOpRecords and single ISR changes never add up to a freeze (each freeze keeps the
-    cyclic garbage of that moment for good)."""
-    if records >= MEDIUM:
-        after_load(records)
+    """`records` records that leave state behind were replayed in one go (see `lasting`): what is
+    alive is frozen once LARGE of them have come in since the last freeze. Counted across changes:
+    a broker placing 100,000 replicas sends them 2,000 to a request, and each request's new
+    registrations would otherwise stay in the collector's older generations, walked by every full
+    pass."""
+    after_load(records)
+
+
+def lasting(records: Sequence[Any]) -> int:
+    """How many of `records` (ApiMessageAndVersions) count towards a freeze: none for a lone
+    NoOpRecord, which an idle active controller writes every 500 ms and which leaves nothing behind
+    (were it counted, an idle process would freeze every hour or so, and each freeze keeps the
+    cyclic garbage of its moment for good); every record otherwise."""
+    if len(records) == 1 and type(getattr(records[0], "message", None)) is NoOpRecord:
+        return 0
+    return len(records)
 
 
 def after_load(items: int) -> None:
