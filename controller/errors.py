@@ -20,7 +20,10 @@ class StartupError(Exception):
 
 def halt(what: str, exc: BaseException) -> NoReturn:
     """Exit at once: speculative state may be ahead of the disk, and only a restart from the log is safe."""
-    log.critical("fatal controller error; halting", error=what, exception=repr(exc))
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
-    os._exit(EXIT_FATAL)
+    try:
+        log.critical("fatal controller error; halting", error=what, exception=repr(exc))
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+    finally:
+        # Even when the log cannot be written (a closed stderr): the process must not stay up.
+        os._exit(EXIT_FATAL)

@@ -330,10 +330,11 @@ class ControllerEventQueue:
         except _FatalError as e:
             try:
                 self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
-            finally:
-                # Even when the report itself fails, the caller must see a fatal error and stop
+            except Exception:
+                # Even when the report itself fails, the caller must see the fatal error and stop
                 # the queue: the state may be half-replayed.
-                raise e
+                log.exception("reporting a fatal error failed", operation=name)
+            raise
         finally:
             if enabled:
                 gc.enable()
@@ -365,7 +366,7 @@ class ControllerEventQueue:
                     f"BUG: records written at {last - len(records) + 1}..{last}, expected {base}"
                 )
             self._last_appended = last
-            heap.after_change(len(records))
+            heap.after_change(heap.lasting(records))
             if self._on_records is not None:
                 self._on_records(records)
         return self._last_appended, result.response
