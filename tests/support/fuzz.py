@@ -106,7 +106,7 @@ class BodyMaker:
                 (
                     Uuid.ZERO,
                     Uuid.ONE,
-                    Uuid.random(),
+                    Uuid(self.rng.randbytes(16)),
                     Uuid(bytes(16)),
                     Uuid.from_string("AAAAAAAAAAAAAAAAAAAAAg"),
                 )
