@@ -304,6 +304,13 @@ class RpcMessage(BaseModel):
             frozenset(name for name, in_version, *_ in plan if not in_version),
         )
 
+    @classmethod
+    @cache
+    def declares_only_plain_values(cls) -> bool:
+        """Whether every field is declared an int, bool, str or None (or a union of them): an
+        answer of such a class holds no struct, list or id, whatever its values."""
+        return all(_plain(info.annotation) for info in cls.model_fields.values())
+
     def _check_version_walk(self, version: int, path: str) -> None:
         cls = type(self)
         present = self.model_fields_set
@@ -368,6 +375,16 @@ def _admits_none(annotation: Any) -> bool:
         return None in get_args(annotation)
     # A generic container (list[...]) or a class: pydantic lets no None through.
     return not (origin is not None or isinstance(annotation, type))
+
+
+def _plain(annotation: Any) -> bool:
+    annotation = _bare(annotation)
+    if annotation is None or annotation in (int, bool, str, type(None)):
+        return True
+    origin = get_origin(annotation)
+    if origin is Union or origin is UnionType:
+        return all(_plain(a) for a in get_args(annotation))
+    return False
 
 
 def _may_nest(annotation: Any) -> bool:

@@ -27,8 +27,6 @@ import inspect
 import json
 import ssl
 import time
-import types
-import typing
 from asyncio import sslproto
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, cast
@@ -232,12 +230,8 @@ def create_app(
 
 def _encode(resp: RpcMessage, version: int, encoding: Encoding) -> bytes:
     cls = type(resp)
-    may_be_plain = _PLAIN_CLASSES.get(cls)
-    if may_be_plain is None:
-        may_be_plain = _PLAIN_CLASSES[cls] = all(
-            _plain_annotation(f.annotation) for f in cls.model_fields.values()
-        )
-    if not may_be_plain:
+    if not cls.declares_only_plain_values():
+        # Lists, structs or ids: never remembered, so their values are not gathered either.
         return codec.encode(resp.to_wire(version, encoding), encoding)
     values = tuple(resp.__dict__.values())
     kinds = tuple(map(type, values))
@@ -262,19 +256,6 @@ def _encode(resp: RpcMessage, version: int, encoding: Encoding) -> bytes:
 _FLAT = frozenset({int, bool, str, type(None)})
 """Kinds of field values an answer may be remembered by: immutable, and equal only when encoded
 alike (not float: 0.0 == -0.0)."""
-
-_PLAIN_CLASSES: dict[type, bool] = {}
-"""{answer class: whether its fields are declared as _FLAT kinds only}: the others (lists, ids) are
-never remembered, so their values are not gathered either."""
-
-
-def _plain_annotation(annotation: Any) -> bool:
-    if annotation is None or annotation in _FLAT:
-        return True
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
-        return all(_plain_annotation(a) for a in typing.get_args(annotation))
-    return False
-
 
 ENCODED_ANSWERS = 1024
 """How many encoded answers of plain values are kept, each at most ENCODED_ANSWER_BYTES long."""

@@ -65,5 +65,5 @@ def test_answers_with_lists_are_encoded_each_time_and_never_remembered() -> None
     before = dict(server._ENCODED)
     assert _encode(resp, 0, "msgpack") == codec.encode(resp.to_wire(0, "msgpack"), "msgpack")
     assert before == server._ENCODED
-    assert server._PLAIN_CLASSES[AssignReplicasToDirsResponse] is False
-    assert server._PLAIN_CLASSES.get(BrokerHeartbeatResponse) in (None, True)
+    assert AssignReplicasToDirsResponse.declares_only_plain_values() is False
+    assert BrokerHeartbeatResponse.declares_only_plain_values() is True
