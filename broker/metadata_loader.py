@@ -51,10 +51,9 @@ FETCH_TIMEOUT_S = 10.0
 T = TypeVar("T")
 
 
-def _append(mlog: MetadataLog, data: bytes) -> tuple[int, int]:
-    first, last = mlog.append_raw_batches(data)
+def _append(mlog: MetadataLog, data: bytes) -> None:
+    mlog.append_raw_batches(data)
     mlog.flush()
-    return first, last
 
 
 def _replay(data: bytes, delta: MetadataDelta) -> int:
@@ -155,13 +154,12 @@ class LocalMetadataLog:
         found = self.log.end_offset_for_epoch(epoch)
         return found.offset, found.epoch
 
-    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> tuple[int, int, int]:
-        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread:
-        (first offset, last offset, how many records count towards a freeze)."""
+    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> int:
+        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread;
+        returns how many records count towards a freeze (`kraftpy.heap.lasting`)."""
         assert self.log is not None
-        first, last = await self.log_dir.run(_append, self.log, data)
-        lasting_records = await self._on_cpu(_replay, data, delta)
-        return first, last, lasting_records
+        await self.log_dir.run(_append, self.log, data)
+        return await self._on_cpu(_replay, data, delta)
 
     async def truncate_to(self, offset: int) -> MetadataDelta:
         assert self.log is not None
@@ -246,7 +244,7 @@ class MetadataLoader:
     async def _append(self, data: bytes) -> None:
         assert self._delta is not None
         delta = self._delta
-        _, _, lasting_records = await self.local.append_and_replay(data, delta)
+        lasting_records = await self.local.append_and_replay(data, delta)
         if self.local.snapshotter is not None:
             self.local.snapshotter.on_applied(len(data))
         # The new image and what the broker derives from it: objects per changed partition
