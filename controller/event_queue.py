@@ -198,9 +198,8 @@ class ControllerEventQueue:
         try:
             offset, response = self._apply_paused(name, op)
         except _FatalError:
-            # The queue takes no more events, as when its task stops on a fatal error; the caller
-            # gets no answer, as one whose event was queued gets none.
-            self._closed = True
+            # The queue is closed already; its task stops as it does on a queued fatal error, and
+            # the caller gets no answer, as one whose event was queued gets none.
             self._task.cancel()
             never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
             return await never
@@ -267,8 +266,6 @@ class ControllerEventQueue:
                 self._idle = False
                 try:
                     if not self._run_event_now(ev, start):
-                        # As the inline path does: later writes are refused, not left waiting.
-                        self._closed = True
                         return
                 finally:
                     self._idle = True
@@ -317,7 +314,8 @@ class ControllerEventQueue:
             ev.future.set_exception(EventTimeoutError(f"{ev.name} waited past its deadline in the queue"))
 
     def _apply_paused(self, name: str, op: Callable[[WriteContext], OperationResult]) -> tuple[int, Any]:
-        """`_apply` with the cyclic collector paused; a fatal error is reported before it is raised."""
+        """`_apply` with the cyclic collector paused; a fatal error closes the queue and is reported
+        before it is raised."""
         # An operation, its encoding and its replay allocate one or more objects per record and
         # free none of them before the end; a dir failure makes 100,000 records. Cyclic collections
         # meanwhile would walk the whole partition state several times over for nothing. Spelled
@@ -328,6 +326,9 @@ class ControllerEventQueue:
         try:
             return self._apply(op)
         except _FatalError as e:
+            # Inline or queued, the queue takes no more events: later writes are refused, not left
+            # waiting.
+            self._closed = True
             try:
                 self._on_fatal(f"{name}: {e.reason}", e.__cause__ or e)
             except Exception:
