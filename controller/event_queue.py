@@ -367,7 +367,7 @@ class ControllerEventQueue:
                     f"BUG: records written at {last - len(records) + 1}..{last}, expected {base}"
                 )
             self._last_appended = last
-            heap.after_change(heap.lasting(records))
+            heap.after_load(heap.lasting(records))
             if self._on_records is not None:
                 self._on_records(records)
         return self._last_appended, result.response

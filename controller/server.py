@@ -295,7 +295,7 @@ class ControllerServer:
                 replayed += heap.lasting(records)
                 committed.add(entry.offset, records, entry.epoch, batch.max_timestamp)
                 self._story.on_committed(records)
-            heap.after_change(replayed)
+            heap.after_load(replayed)
         self._snapshots.after_commit(sum(len(e.data) for e in entries))
         if self._migration is not None:
             self._migration.wake()

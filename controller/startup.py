@@ -187,7 +187,7 @@ def replay_committed(
             if delta is not None:
                 delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
             n += 1
-        heap.after_change(n)
+        heap.after_load(n)
     return n
 
 

@@ -29,18 +29,9 @@ from protocol.transport.offload import collector_paused
 LARGE = 10_000
 """Records or replicas from which the objects alive are frozen."""
 
-__all__ = ["LARGE", "after_change", "after_load", "collector_paused", "lasting"]
+__all__ = ["LARGE", "after_load", "collector_paused", "lasting"]
 
 _loaded_since_freeze = 0
-
-
-def after_change(records: int) -> None:
-    """`records` records that leave state behind were replayed in one go (see `lasting`): what is
-    alive is frozen once LARGE of them have come in since the last freeze. Counted across changes:
-    a broker placing 100,000 replicas sends them 2,000 to a request, and each request's new
-    registrations would otherwise stay in the collector's older generations, walked by every full
-    pass."""
-    after_load(records)
 
 
 def lasting(records: Sequence[Any]) -> int:
@@ -54,8 +45,11 @@ def lasting(records: Sequence[Any]) -> int:
 
 
 def after_load(items: int) -> None:
-    """`items` records or replicas were loaded (in one step, or one chunk of many); what is alive is
-    frozen once LARGE of them have come in since the last freeze. Called before the pause ends:
+    """`items` records or replicas were loaded or replayed (in one step, one chunk of many, or one
+    change: count a change's records with `lasting`); what is alive is frozen once LARGE of them have
+    come in since the last freeze. Counted across changes: a broker placing 100,000 replicas sends
+    them 2,000 to a request, and each request's new registrations would otherwise stay in the
+    collector's older generations, walked by every full pass. Called before the pause ends:
     frozen then, the new objects are never walked, not even by the young generation's pass that
     turning the collector back on would start."""
     global _loaded_since_freeze

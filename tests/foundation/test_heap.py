@@ -24,10 +24,10 @@ def freezes(monkeypatch: pytest.MonkeyPatch) -> list[None]:
 def test_changes_are_frozen_once_they_add_up_to_large(freezes: list[None]) -> None:
     """A broker reports 100,000 replicas in requests of about 2,000: the controller's state must not
     stay in the collector's walked generations because no single change was large."""
-    heap.after_change(heap.LARGE // 2)
-    heap.after_change(heap.LARGE // 2 - 1)
+    heap.after_load(heap.LARGE // 2)
+    heap.after_load(heap.LARGE // 2 - 1)
     assert freezes == []
-    heap.after_change(1)
+    heap.after_load(1)
     assert len(freezes) == 1
     assert heap._loaded_since_freeze == 0
 
@@ -36,7 +36,7 @@ def test_an_idle_controllers_noop_records_never_add_up_to_a_freeze(freezes: list
     """A NoOpRecord every 500 ms, forever: each freeze would keep the cyclic garbage of its moment."""
     noop = [ApiMessageAndVersion(NoOpRecord(), 0)]
     for _ in range(3 * heap.LARGE):
-        heap.after_change(heap.lasting(noop))
+        heap.after_load(heap.lasting(noop))
     assert freezes == []
 
 
@@ -53,6 +53,6 @@ def test_a_real_freeze_happens(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(heap, "_loaded_since_freeze", 0)
     kept = [[i] for i in range(1000)]  # tracked objects, so the freeze has something to move
     before = gc.get_freeze_count()
-    heap.after_change(heap.LARGE)
+    heap.after_load(heap.LARGE)
     assert gc.get_freeze_count() > before
     del kept
