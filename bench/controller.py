@@ -45,7 +45,15 @@ import uvloop
 
 from protocol.uuid import Uuid
 from tools.cluster.configs import write_controller_config
-from tools.cluster.launcher import ManagedProcess, ProcessSet, format_storage, free_port, wait_for_healthz
+from tools.cluster.launcher import (
+    ManagedProcess,
+    ProcessSet,
+    cpu_seconds,
+    format_storage,
+    free_port,
+    proc_start_time,
+    wait_for_healthz,
+)
 from tools.cluster.layout import random_cluster_id
 
 OFFLINE_GOAL_S = 0.3
@@ -78,16 +86,12 @@ class Controller:
 
     def cpu_seconds(self) -> float:
         """User + system CPU the controller process has used, to compare runs on a busy machine."""
-        return _cpu_seconds(self.proc.pid)
+        return _cpu_of(self.proc.pid)
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    """User + system CPU process `pid` has used (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu_of(pid: int | None) -> float:
+    """The process's user + system CPU seconds; nan once it is gone, so a figure cannot come out wrong."""
+    return float("nan") if pid is None or proc_start_time(pid) is None else cpu_seconds([pid])
 
 
 class Rpc:
@@ -315,9 +319,9 @@ async def bare_aiohttp_cpu_ms(bodies: list[bytes], args: argparse.Namespace) -> 
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.05)
-        cpu0 = _cpu_seconds(proc.pid)
+        cpu0 = _cpu_of(proc.pid)
         latencies, _, _ = await drive(rpc, bodies, args)
-        return (_cpu_seconds(proc.pid) - cpu0) / max(1, len(latencies)) * 1000
+        return (_cpu_of(proc.pid) - cpu0) / max(1, len(latencies)) * 1000
     finally:
         await rpc.close()
         proc.kill()

@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tools.client import Admin, Producer
 from tools.client.perf import ProduceStats, produce_perf
-from tools.cluster.launcher import ProcessSet
+from tools.cluster.launcher import ProcessSet, cpu_seconds
 from tools.cluster.layout import ProcessCluster
 
 BROKERS = (1, 2, 3)
@@ -92,19 +92,6 @@ def own_cpu_seconds() -> float:
     """User + system CPU of this process, the client's threads (librdkafka's among them) included."""
     times = os.times()
     return times.user + times.system
-
-
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time the processes have used (Linux /proc), 0 for one that is gone."""
-    total = 0.0
-    tick = os.sysconf("SC_CLK_TCK")
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += (int(fields[11]) + int(fields[12])) / tick
-    return total
 
 
 GOAL_RATIO = 0.5  # librdkafka, 1 KiB records: produce MB/s over the ceiling

@@ -32,7 +32,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -191,6 +191,21 @@ def proc_start_time(pid: int) -> int | None:
         return int(rest[19])
     except (IndexError, ValueError):
         return None
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """User + system CPU time the processes have used (fields 14 and 15 of /proc/PID/stat), 0 for one
+    that is gone."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    for pid in pids:
+        try:
+            raw = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            continue
+        rest = raw[raw.rfind(b")") + 2 :].split()
+        total += (int(rest[11]) + int(rest[12])) / tick
+    return total
 
 
 def is_running(pid: int, start_time: int) -> bool:
