@@ -814,7 +814,7 @@ class MetadataLog:
         """Keep a snapshot fetched from the leader (checked first); a snapshot beyond the log end
         restarts the log at its offset."""
         self._check_writable()
-        parse_snapshot(data, self.dir / snapshot_file_name(snapshot_id))
+        parse_snapshot(data, self.dir / snapshot_file_name(snapshot_id)).check_records()
         self._add_snapshot(snapshot_id, write_snapshot_file(self.dir, snapshot_id, data))
         if snapshot_id.offset > self.log_end_offset:
             self.truncate_fully_and_start_at(snapshot_id.offset)

@@ -11,10 +11,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from crc32c import crc32c
+
 from kraftpy.log.errors import CorruptLogError
 from protocol.message import MessageDecodeError
 from protocol.metadata_batches import DecodedBatch, read_metadata_batch
-from protocol.record_batch import LOG_OVERHEAD, CorruptBatchError, RecordBatch, iter_batches
+from protocol.record_batch import (
+    CRC_START,
+    LOG_OVERHEAD,
+    BatchHeader,
+    CorruptBatchError,
+    RecordBatch,
+    iter_batches,
+    read_batch_header,
+)
 
 _tuple_new = tuple.__new__
 
@@ -52,20 +62,53 @@ def iter_record_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBa
         raise CorruptLogError(path, e.offset_in_file, e.reason) from None
 
 
+def decode_at(
+    data: bytes, pos: int, path: Path, base_position: int = 0, *, verify_crc: bool = True
+) -> DecodedBatch:
+    """The batch at `pos` of `data` with its records decoded; errors name `path` and the position in
+    the file (`data` starts at `base_position` of it)."""
+    try:
+        return read_metadata_batch(data, pos, verify_crc)
+    except CorruptBatchError as e:
+        raise CorruptLogError(path, base_position + e.offset_in_file, e.reason) from None
+    except (MessageDecodeError, ValueError) as e:
+        raise CorruptLogError(path, base_position + pos, f"undecodable record: {e}") from None
+
+
 def iter_decoded(data: bytes, path: Path, base_position: int = 0) -> Iterator[tuple[int, DecodedBatch]]:
     """(file position, batch with its records decoded) for every batch of `data`, read with the
     codec's in-place reader; `base_position` is where `data` starts in its file."""
     pos = 0
     end = len(data)
     while pos < end:
-        try:
-            db = read_metadata_batch(data, pos)
-        except CorruptBatchError as e:
-            raise CorruptLogError(path, base_position + e.offset_in_file, e.reason) from None
-        except (MessageDecodeError, ValueError) as e:
-            raise CorruptLogError(path, base_position + pos, f"undecodable record: {e}") from None
+        db = decode_at(data, pos, path, base_position)
         yield base_position + pos, db
         pos += db.header.length + LOG_OVERHEAD
+
+
+def checked_batches(data: bytes, path: Path) -> list[tuple[int, BatchHeader]]:
+    """(position, header) of every batch of `data`, each whole and matching its CRC-32C, the
+    records left undecoded: the framing of a file checked without holding all of its records."""
+    found: list[tuple[int, BatchHeader]] = []
+    pos = 0
+    end = len(data)
+    view = memoryview(data)
+    try:
+        while pos < end:
+            h = read_batch_header(data, pos)
+            after = pos + h.length + LOG_OVERHEAD
+            actual = crc32c(view[pos + CRC_START : after])
+            if actual != h.crc:
+                raise CorruptBatchError(
+                    pos, f"CRC-32C mismatch: stored {h.crc:#010x}, computed {actual:#010x}"
+                )
+            found.append((pos, h))
+            pos = after
+    except CorruptBatchError as e:
+        raise CorruptLogError(path, e.offset_in_file, e.reason) from None
+    finally:
+        view.release()
+    return found
 
 
 def decoded_entries(

@@ -17,7 +17,7 @@ from typing import Any
 
 from kraftpy.log.errors import CorruptLogError
 from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, snapshot_file_name
-from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_decoded
+from kraftpy.metalog.reading import LogEntry, checked_batches, decode_at, decoded_entries, iter_decoded
 from kraftpy.storage.atomic import fsync_dir
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
@@ -88,20 +88,34 @@ def write_snapshot_file(directory: Path, snapshot_id: SnapshotId, data: bytes) -
 
 @dataclass(frozen=True)
 class SnapshotContents:
-    """A checked snapshot: its header timestamp and the decoded batches between header and footer."""
+    """A checked snapshot: its header timestamp, its bytes and where its data batches start.
+
+    Framing and every batch's CRC are checked when it is parsed; the records are decoded as
+    `entries()` reaches them, one batch at a time. A restart replays millions of records from a
+    snapshot, and holding them all decoded before the first is replayed would need more memory than
+    the state they build (and the time to fetch it from the system)."""
 
     path: Path
     last_contained_log_timestamp: int
-    batches: list[tuple[int, DecodedBatch]]  # (file position, batch)
+    data: bytes
+    positions: list[int]  # file positions of the data batches, between header and footer
 
     def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
-        for position, db in self.batches:
+        data, path = self.data, self.path
+        for position in self.positions:
+            db = decode_at(data, position, path, verify_crc=False)
             yield from decoded_entries(
-                db, self.path, position, include_control=include_control, from_snapshot=True
+                db, path, position, include_control=include_control, from_snapshot=True
             )
 
     def records(self) -> list[ApiMessageAndVersion]:
         return [e.record for e in self.entries()]
+
+    def check_records(self) -> None:
+        """Decode every record once (and drop it): raises CorruptLogError for one that cannot be
+        read, as replaying the snapshot would, before anything is kept or replayed."""
+        for position in self.positions:
+            decode_at(self.data, position, self.path, verify_crc=False)
 
 
 def _control_message(db: DecodedBatch, name: str) -> Any | None:
@@ -115,27 +129,29 @@ def _control_message(db: DecodedBatch, name: str) -> Any | None:
 
 
 def parse_snapshot(data: bytes, path: Path) -> SnapshotContents:
-    """Check the framing (header first, footer last, offsets in order) and decode everything.
+    """Check the framing (header first, footer last, offsets in order, every CRC); the data
+    batches' records are decoded as they are read (see SnapshotContents).
 
     Raises CorruptLogError naming the file and position of the first problem.
     """
-    batches = list(iter_decoded(data, path))
+    batches = checked_batches(data, path)
     if not batches:
-        raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeader batch")
-    header = _control_message(batches[0][1], "SnapshotHeaderRecord")
+        raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeaderRecord batch")
+    header = _control_message(decode_at(data, 0, path, verify_crc=False), "SnapshotHeaderRecord")
     if header is None:
         raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
-    last_pos, last = batches[-1]
-    if len(batches) < 2 or _control_message(last, "SnapshotFooterRecord") is None:
+    last_pos = batches[-1][0]
+    if (
+        len(batches) < 2
+        or _control_message(decode_at(data, last_pos, path, verify_crc=False), "SnapshotFooterRecord") is None
+    ):
         raise CorruptLogError(path, last_pos, "a snapshot must end with a SnapshotFooterRecord control batch")
     expected = 0
-    for pos, db in batches:
-        if db.header.base_offset != expected:
-            raise CorruptLogError(
-                path, pos, f"batch starts at offset {db.header.base_offset}, expected {expected}"
-            )
-        expected = db.header.next_offset
-    return SnapshotContents(path, header.LastContainedLogTimestamp, batches[1:-1])
+    for pos, h in batches:
+        if h.base_offset != expected:
+            raise CorruptLogError(path, pos, f"batch starts at offset {h.base_offset}, expected {expected}")
+        expected = h.next_offset
+    return SnapshotContents(path, header.LastContainedLogTimestamp, data, [pos for pos, _ in batches[1:-1]])
 
 
 def read_snapshot_file(path: Path) -> SnapshotContents:

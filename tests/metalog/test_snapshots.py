@@ -16,7 +16,7 @@ from kraftpy.metalog.snapshots import (
     read_snapshot_timestamp,
 )
 from protocol.control_records import control_records
-from protocol.record_batch import iter_batches
+from protocol.record_batch import decode_batch, encode_batch, iter_batch_positions, iter_batches
 from tests.metalog.helpers import mv, noops, topic_records
 
 
@@ -93,6 +93,53 @@ def test_snapshot_without_footer_is_rejected(tmp_path: Path) -> None:
     last = list(iter_batches(data))[-1]
     with pytest.raises(CorruptLogError, match="SnapshotFooterRecord"):
         parse_snapshot(data[: len(data) - last.size], tmp_path / "s.checkpoint")
+
+
+def test_a_snapshot_is_checked_whole_when_parsed_and_decoded_as_it_is_read(tmp_path: Path) -> None:
+    records = [r for i in range(300) for r in topic_records(i)]
+    data = build_snapshot(records, 1, 0, 0, max_batch_bytes=4096)
+    positions = [p for p, _ in iter_batch_positions(data)]
+    middle = positions[len(positions) // 2]
+    # A flipped bit in a batch in the middle: refused before any record is handed out.
+    torn = bytearray(data)
+    torn[middle + 70] ^= 1
+    with pytest.raises(CorruptLogError, match=f"position {middle}: CRC-32C mismatch"):
+        parse_snapshot(bytes(torn), tmp_path / "s.checkpoint")
+    # A record that does not decode, under a CRC that matches: found where it is read.
+    batch = decode_batch(data, middle)
+    bad = replace(batch.records[0], value=b"\x01\x02\x00\xff\xff")
+    rebuilt = encode_batch(replace(batch, records=[bad, *batch.records[1:]]))
+    damaged = data[:middle] + rebuilt + data[middle + batch.size :]
+    contents = parse_snapshot(damaged, tmp_path / "s.checkpoint")
+    read = []
+    with pytest.raises(CorruptLogError, match=f"position {middle}: undecodable record"):
+        for entry in contents.entries():
+            read.append(entry.record)
+    assert read == records[: len(read)] and 0 < len(read) < len(records)
+    with pytest.raises(CorruptLogError, match=f"position {middle}: undecodable record"):
+        contents.check_records()
+
+
+def test_install_refuses_a_snapshot_with_a_record_that_does_not_decode(tmp_path: Path) -> None:
+    with MetadataLog.open(tmp_path / "leader") as leader:
+        leader.append([mv()], 4, 10)
+        fill(leader, 10, epoch=4)
+        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 4, 1009)
+        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
+    header_end, data_start = [p for p, _ in iter_batch_positions(data)][:2]
+    assert header_end == 0
+    batch = decode_batch(data, data_start)
+    bad = replace(batch.records[0], value=b"\x07\x02\x00")
+    damaged = (
+        data[:data_start]
+        + encode_batch(replace(batch, records=[bad, *batch.records[1:]]))
+        + data[data_start + batch.size :]
+    )
+    with MetadataLog.open(tmp_path / "follower") as follower:
+        with pytest.raises(CorruptLogError, match="undecodable record"):
+            follower.install_snapshot(sid, damaged)
+        assert follower.latest_snapshot() is None
+    assert not list((tmp_path / "follower").rglob("*.checkpoint*"))
 
 
 def test_delete_before_snapshot_removes_whole_segments_below_it(tmp_path: Path) -> None:
