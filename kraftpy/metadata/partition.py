@@ -90,12 +90,15 @@ class PartitionRegistration(NamedTuple):
         if last[0] is rec:
             return last[1]
         replicas = _ints(rec.Replicas)
+        isr = rec.Isr
         built = _new(
             cls,
             (
                 replicas,
                 _directories(replicas, rec.Directories, rec),
-                _ints(rec.Isr),
+                # Most partitions have every replica in sync: one tuple then serves both (a
+                # 2,000,000-partition restart keeps 2,000,000 fewer tuples and their ints).
+                replicas if isr == rec.Replicas else _ints(isr),
                 _ints(rec.RemovingReplicas),
                 _ints(rec.AddingReplicas),
                 rec.Leader,

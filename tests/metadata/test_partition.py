@@ -31,6 +31,18 @@ def test_directory_of_each_replica() -> None:
         reg.directory(4)
 
 
+def test_an_isr_equal_to_the_replicas_is_the_replicas_tuple_itself() -> None:
+    full = PartitionRegistration.from_record(partition(TOPIC_A, 0, [1001, 1002, 1003]))
+    assert full.isr == (1001, 1002, 1003) and full.isr is full.replicas
+    shrunk = PartitionRegistration.from_record(partition(TOPIC_A, 1, [1001, 1002, 1003], isr=[1002]))
+    assert shrunk.isr == (1002,) and shrunk.replicas == (1001, 1002, 1003)
+    reordered = PartitionRegistration.from_record(partition(TOPIC_A, 2, [1, 2, 3], isr=[3, 2, 1]))
+    assert reordered.isr == (3, 2, 1) and reordered.isr is not reordered.replicas
+    # Merging an ISR change leaves the replicas as they were.
+    after = full.merge(_change(Isr=[1001]))
+    assert after.isr == (1001,) and after.replicas == (1001, 1002, 1003)
+
+
 def _change(**kw: object) -> mr.PartitionChangeRecord:
     return mr.PartitionChangeRecord(PartitionId=0, TopicId=TOPIC_A, **kw)
 
