@@ -279,7 +279,9 @@ def restart_in_a_new_process(meta: Path, partitions: int) -> tuple[int, float, i
     )
     found = re.search(r"^restarted (\d+) ([0-9.]+) (\d+)$", out.stdout, re.MULTILINE)
     if out.returncode != 0 or found is None:
-        raise RuntimeError(f"the restart process failed ({out.returncode}): {out.stderr[-2000:]}")
+        raise RuntimeError(
+            f"the restart process failed ({out.returncode}): {out.stdout[-2000:]} {out.stderr[-2000:]}"
+        )
     return int(found[1]), float(found[2]), int(found[3])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ class SnapshotContents:
 
     path: Path
     last_contained_log_timestamp: int
-    data: bytes
+    data: bytes = field(repr=False)
     positions: list[int]  # file positions of the data batches, between header and footer
 
     def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
@@ -132,11 +132,13 @@ def parse_snapshot(data: bytes, path: Path) -> SnapshotContents:
     """Check the framing (header first, footer last, offsets in order, every CRC); the data
     batches' records are decoded as they are read (see SnapshotContents).
 
-    Raises CorruptLogError naming the file and position of the first problem.
+    Raises CorruptLogError naming the file and position of the first framing, CRC or offset
+    problem; a record that does not decode is reported when `entries()` or `check_records()`
+    reaches it.
     """
     batches = checked_batches(data, path)
     if not batches:
-        raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeaderRecord batch")
+        raise CorruptLogError(path, 0, "empty snapshot: no SnapshotHeader batch")
     header = _control_message(decode_at(data, 0, path, verify_crc=False), "SnapshotHeaderRecord")
     if header is None:
         raise CorruptLogError(path, 0, "a snapshot must start with a SnapshotHeaderRecord control batch")
