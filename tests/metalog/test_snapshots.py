@@ -25,6 +25,25 @@ def fill(log: MetadataLog, n: int, epoch: int = 1, ts0: int = 1000) -> None:
         log.append(topic_records(log.log_end_offset + i), leader_epoch=epoch, timestamp_ms=ts0 + i)
 
 
+def leader_snapshot(directory: Path) -> tuple[SnapshotId, bytes, MetadataImage]:
+    """A snapshot of 21 offsets in epoch 4, as a leader sends it whole, and the image it holds."""
+    with MetadataLog.open(directory) as leader:
+        leader.append([mv()], 4, 10)
+        fill(leader, 10, epoch=4)
+        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 4, 1009)
+        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
+        assert len(data) == leader.snapshot_size(sid)
+        return sid, data, leader.load_image()
+
+
+def with_first_value(data: bytes, position: int, value: bytes) -> bytes:
+    """`data` with the first record of the batch at `position` holding `value`, under a new CRC."""
+    batch = decode_batch(data, position)
+    bad = replace(batch.records[0], value=value)
+    rebuilt = encode_batch(replace(batch, records=[bad, *batch.records[1:]]))
+    return data[:position] + rebuilt + data[position + batch.size :]
+
+
 def test_snapshot_file_is_framed_like_kafkas(tmp_path: Path) -> None:
     with MetadataLog.open(tmp_path) as log:
         log.append([mv()], 3, 10)
@@ -106,10 +125,7 @@ def test_a_snapshot_is_checked_whole_when_parsed_and_decoded_as_it_is_read(tmp_p
     with pytest.raises(CorruptLogError, match=f"position {middle}: CRC-32C mismatch"):
         parse_snapshot(bytes(torn), tmp_path / "s.checkpoint")
     # A record that does not decode, under a CRC that matches: found where it is read.
-    batch = decode_batch(data, middle)
-    bad = replace(batch.records[0], value=b"\x01\x02\x00\xff\xff")
-    rebuilt = encode_batch(replace(batch, records=[bad, *batch.records[1:]]))
-    damaged = data[:middle] + rebuilt + data[middle + batch.size :]
+    damaged = with_first_value(data, middle, b"\x01\x02\x00\xff\xff")
     contents = parse_snapshot(damaged, tmp_path / "s.checkpoint")
     read = []
     with pytest.raises(CorruptLogError, match=f"position {middle}: undecodable record"):
@@ -121,20 +137,10 @@ def test_a_snapshot_is_checked_whole_when_parsed_and_decoded_as_it_is_read(tmp_p
 
 
 def test_install_refuses_a_snapshot_with_a_record_that_does_not_decode(tmp_path: Path) -> None:
-    with MetadataLog.open(tmp_path / "leader") as leader:
-        leader.append([mv()], 4, 10)
-        fill(leader, 10, epoch=4)
-        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 4, 1009)
-        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
+    sid, data, _ = leader_snapshot(tmp_path / "leader")
     header_end, data_start = [p for p, _ in iter_batch_positions(data)][:2]
     assert header_end == 0
-    batch = decode_batch(data, data_start)
-    bad = replace(batch.records[0], value=b"\x07\x02\x00")
-    damaged = (
-        data[:data_start]
-        + encode_batch(replace(batch, records=[bad, *batch.records[1:]]))
-        + data[data_start + batch.size :]
-    )
+    damaged = with_first_value(data, data_start, b"\x07\x02\x00")  # an unknown frame version
     with MetadataLog.open(tmp_path / "follower") as follower:
         with pytest.raises(CorruptLogError, match="undecodable record"):
             follower.install_snapshot(sid, damaged)
@@ -196,13 +202,7 @@ def test_retention_bytes_and_ms(tmp_path: Path) -> None:
 
 
 def test_install_snapshot_beyond_the_log_end_restarts_the_log(tmp_path: Path) -> None:
-    with MetadataLog.open(tmp_path / "leader") as leader:
-        leader.append([mv()], 4, 10)
-        fill(leader, 10, epoch=4)
-        sid = leader.write_snapshot(leader.load_image().write(), leader.log_end_offset, 4, 1009)
-        data = leader.read_snapshot_bytes(sid, 0, 1 << 20)
-        assert len(data) == leader.snapshot_size(sid)
-        image = leader.load_image()
+    sid, data, image = leader_snapshot(tmp_path / "leader")
     with MetadataLog.open(tmp_path / "follower") as follower:
         follower.install_snapshot(sid, data)
         assert (follower.log_start_offset, follower.log_end_offset) == (sid.offset, sid.offset)
