@@ -11,13 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from crc32c import crc32c
-
+from kraftpy.log.batch_io import crc_matches
 from kraftpy.log.errors import CorruptLogError
 from protocol.message import MessageDecodeError
 from protocol.metadata_batches import DecodedBatch, read_metadata_batch
 from protocol.record_batch import (
-    CRC_START,
     LOG_OVERHEAD,
     BatchHeader,
     CorruptBatchError,
@@ -96,14 +94,10 @@ def checked_batches(data: bytes, path: Path) -> list[tuple[int, BatchHeader]]:
     try:
         while pos < end:
             h = read_batch_header(data, pos)
-            after = pos + h.length + LOG_OVERHEAD
-            actual = crc32c(view[pos + CRC_START : after])
-            if actual != h.crc:
-                raise CorruptBatchError(
-                    pos, f"CRC-32C mismatch: stored {h.crc:#010x}, computed {actual:#010x}"
-                )
+            if not crc_matches(view[pos : pos + h.size], h):
+                raise CorruptBatchError(pos, f"CRC-32C mismatch: stored {h.crc:#010x}")
             found.append((pos, h))
-            pos = after
+            pos += h.size
     except CorruptBatchError as e:
         raise CorruptLogError(path, e.offset_in_file, e.reason) from None
     finally:
