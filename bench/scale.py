@@ -369,7 +369,7 @@ def main() -> None:
             f"{verdict(replay_s, GOAL_REPLAY_S)}); peak resident memory {child_peak / 1e9:.1f} GB"
         )
         # The rest runs on a restart in this process: memory the build freed is reused here, so
-        # this replay is quicker than a real restart and only shown beside it.
+        # this replay may be quicker than a real restart and is only shown beside it.
         mlog, core, delta, again, again_s = restart(workdir / "meta", config)
         print(f"  the same replay in this process: {again:,} records in {again_s:.1f}s")
         del delta
@@ -439,8 +439,7 @@ def main() -> None:
             f"(goal <= {GOAL_BROKER_FAILURE_MS:.0f} ms: {verdict(broker_ms, GOAL_BROKER_FAILURE_MS)})"
         )
         mlog.close()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        print(f"peak resident memory of this run: {peak / 1e9:.1f} GB")
+        print(f"peak resident memory of this run: {own_peak_rss() / 1e9:.1f} GB")
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
