@@ -1,13 +1,13 @@
 """Topics and partitions, their indexes, and the record generators that move leaders and ISRs.
 
 Indexes (kept up to date by replay, so no operation ever scans every partition):
-- replicas by (broker, directory): the partitions to touch when a directory fails, and the
-  KIP-858 "all placed?" check before unfencing a multi-dir broker;
-- ISR membership by broker: the partitions to touch when a broker is fenced or shuts down;
-- leadership by broker, and the set of leaderless partitions;
+- replicas by (broker, directory) (`ReplicaIndex`): the partitions to touch when a directory
+  fails, the KIP-858 "all placed?" check before unfencing a multi-dir broker, and through it the
+  partitions a broker leads or is in the ISR of, for fencing and controlled shutdown;
+- the set of leaderless partitions;
 - the partitions being reassigned (KIP-455), for ListPartitionReassignments and the gauge.
-Index values are insertion-ordered dicts used as sets, so generated records come out in the same
-order on every run.
+Every index keeps its partitions in the order they joined it, so generated records come out in the
+same order on every run.
 
 Generators (`handle_*`, `generate_leader_and_isr_updates`) append to the caller's record list and
 read partitions and registrations through an `OperationView`, which holds what the operation's
@@ -26,6 +26,7 @@ from controller.core.feature_control import FeatureControlManager
 from controller.core.metadata_version import MV_3_3_IV2, MV_3_3_IV3
 from controller.core.partition_change import Election, LeaderAcceptor, PartitionChangeBuilder, build_change
 from controller.core.placement import default_dir
+from controller.core.replica_index import ReplicaIndex
 from kraftpy.metadata import NO_LEADER, BrokerRegistration, PartitionRegistration
 from protocol.framing import ApiMessageAndVersion
 from protocol.metadata_records import BrokerRegistrationChangeRecord, FenceBrokerRecord, UnfenceBrokerRecord
@@ -46,7 +47,7 @@ _PartitionSet = dict[TopicIdPartition, None]
 _ReplicationSnapshot = tuple[
     dict[Uuid, TopicControlInfo],
     dict[str, Uuid],
-    dict[int, dict[Uuid, _PartitionSet]],
+    ReplicaIndex,
     _PartitionSet,
     _PartitionSet,
     int,
@@ -132,7 +133,7 @@ class ReplicationControlManager:
         # partitions a broker leads or is in the ISR of are found through it (ISR and leader are
         # among the replicas): two more indexes cost a 2,000,000-partition restart half its replay,
         # for queries a fencing or a controlled shutdown makes once over one broker's replicas.
-        self._replicas: dict[int, dict[Uuid, dict[TopicIdPartition, None]]] = {}
+        self._replicas = ReplicaIndex(self._has_replica_on)
         self._leaderless: dict[TopicIdPartition, None] = {}
         self._reassigning: dict[TopicIdPartition, None] = {}
         # Kept by replay so the partition caps and the GlobalPartitionCount gauge never walk every topic.
@@ -155,7 +156,10 @@ class ReplicationControlManager:
         tp = (topic.id, record.PartitionId)
         old = topic.partitions.get(record.PartitionId)
         topic.partitions[record.PartitionId] = new
-        self._reindex(tp, old, new)
+        if old is None:
+            self._index_new(tp, new)
+        else:
+            self._reindex_change(tp, old, new)
 
     def replay_partition_change(self, record: Any, offset: int = -1) -> None:
         topic_id = record.TopicId
@@ -174,64 +178,23 @@ class ReplicationControlManager:
         if topic is None:
             raise ValueError(f"RemoveTopicRecord for unknown topic {record.TopicId}")
         del self.topics_by_name[topic.name]
-        for pid, partition in topic.partitions.items():
-            self._reindex((record.TopicId, pid), partition, None)
+        self._unindex([((record.TopicId, pid), partition) for pid, partition in topic.partitions.items()])
         return topic.name
 
-    def _reindex(
-        self, tp: TopicIdPartition, old: PartitionRegistration | None, new: PartitionRegistration | None
-    ) -> None:
-        if old is not None and new is not None:
-            self._reindex_change(tp, old, new)
-            return
-        if old is None and new is not None:
-            self._index_new(tp, new)
-            return
-        if old is None:
-            self._partition_count += new is not None
-        elif new is None:
-            self._partition_count -= 1
-        if old is None or new is None or old.replicas != new.replicas or old.directories != new.directories:
-            if old is not None:
-                for b, d in zip(old.replicas, old.directories, strict=True):
-                    by_dir = self._replicas[b]
-                    members = by_dir[d]
-                    del members[tp]
-                    if not members:
-                        del by_dir[d]
-                        if not by_dir:
-                            del self._replicas[b]
-            if new is not None:
-                for b, d in zip(new.replicas, new.directories, strict=True):
-                    self._replicas.setdefault(b, {}).setdefault(d, {})[tp] = None
-        was = old is not None and bool(old.adding_replicas or old.removing_replicas)
-        now = new is not None and bool(new.adding_replicas or new.removing_replicas)
-        if was != now:
-            if now:
-                self._reassigning[tp] = None
-            else:
+    def _unindex(self, removed: list[tuple[TopicIdPartition, PartitionRegistration]]) -> None:
+        """Take the partitions of a deleted topic out of every index, after the topic itself."""
+        self._partition_count -= len(removed)
+        self._replicas.remove_all([(tp, p.replicas, p.directories) for tp, p in removed])
+        for tp, p in removed:
+            if p.adding_replicas or p.removing_replicas:
                 del self._reassigning[tp]
-        was_leaderless = old is not None and old.leader == NO_LEADER
-        is_leaderless = new is not None and new.leader == NO_LEADER
-        if was_leaderless != is_leaderless:
-            if is_leaderless:
-                self._leaderless[tp] = None
-            else:
+            if p.leader == NO_LEADER:
                 del self._leaderless[tp]
 
     def _index_new(self, tp: TopicIdPartition, new: PartitionRegistration) -> None:
-        """_reindex for a partition replay meets for the first time (every partition of a
-        snapshot): looked up before created, since a setdefault would build an empty dict per call."""
+        """Index a partition replay meets for the first time (every partition of a snapshot)."""
         self._partition_count += 1
-        index = self._replicas
-        for b, d in zip(new.replicas, new.directories, strict=True):
-            by_dir = index.get(b)
-            if by_dir is None:
-                by_dir = index[b] = {}
-            members = by_dir.get(d)
-            if members is None:
-                members = by_dir[d] = {}
-            members[tp] = None
+        self._replicas.add(tp, new.replicas, new.directories)
         if new.adding_replicas or new.removing_replicas:
             self._reassigning[tp] = None
         if new.leader == NO_LEADER:
@@ -240,7 +203,7 @@ class ReplicationControlManager:
     def _reindex_change(
         self, tp: TopicIdPartition, old: PartitionRegistration, new: PartitionRegistration
     ) -> None:
-        """_reindex for a PartitionChangeRecord, the case replay meets most: what a change leaves
+        """Reindex after a PartitionChangeRecord, the case replay meets most: what a change leaves
         alone (replicas and directories by identity, most often) is not looked at."""
         # One unpack each instead of a property read per use: 100,000 of these when a dir fails.
         old_replicas, old_dirs, _, old_removing, old_adding, old_leader, _, _, _, _, _ = old
@@ -248,17 +211,9 @@ class ReplicationControlManager:
         if (old_replicas is not replicas and old_replicas != replicas) or (
             old_dirs is not directories and old_dirs != directories
         ):
-            index = self._replicas
-            for b, d in zip(old_replicas, old_dirs, strict=True):
-                by_dir = index[b]
-                members = by_dir[d]
-                del members[tp]
-                if not members:
-                    del by_dir[d]
-                    if not by_dir:
-                        del index[b]
-            for b, d in zip(replicas, directories, strict=True):
-                index.setdefault(b, {}).setdefault(d, {})[tp] = None
+            # Added first, so that the old entries of a replica that stays are the stale ones.
+            self._replicas.add(tp, replicas, directories)
+            self._replicas.remove(tp, old_replicas, old_dirs)
         if old_adding or old_removing or new_adding or new_removing:
             was = bool(old_adding or old_removing)
             now = bool(new_adding or new_removing)
@@ -286,19 +241,29 @@ class ReplicationControlManager:
         return None if topic is None else topic.partitions.get(tp[1])
 
     def partitions_on(self, broker_id: int, directory: Uuid) -> list[TopicIdPartition]:
-        return list(self._replicas.get(broker_id, {}).get(directory, ()))
+        return self._replicas.partitions_on(broker_id, directory)
 
     def replica_directories(self, broker_id: int) -> dict[Uuid, int]:
         """How many of the broker's replicas are assigned to each directory."""
-        return {d: len(tps) for d, tps in self._replicas.get(broker_id, {}).items()}
+        return self._replicas.counts(broker_id)
+
+    def _has_replica_on(self, tp: TopicIdPartition, broker_id: int, directory: Uuid) -> bool:
+        """Whether the partition's replica on the broker is in the directory (the index's test)."""
+        topic = self.topics.get(tp[0])
+        partition = topic.partitions.get(tp[1]) if topic is not None else None
+        if partition is None:
+            return False
+        for b, d in zip(partition.replicas, partition.directories, strict=True):
+            if b == broker_id:
+                return d == directory
+        return False
 
     def partitions_with_isr_member(self, broker_id: int) -> list[TopicIdPartition]:
         """The partitions whose ISR holds the broker, dir by dir in the order their replicas were placed."""
         topics = self.topics
         return [
             tp
-            for tps in self._replicas.get(broker_id, {}).values()
-            for tp in tps
+            for tp in self._replicas.of_broker(broker_id)
             if broker_id in topics[tp[0]].partitions[tp[1]].isr
         ]
 
@@ -329,16 +294,15 @@ class ReplicationControlManager:
         """Whether the broker leads a committed partition the operation in `view` has not moved away."""
         topics = self.topics
         changed = view is not None and view.has_changes()
-        for tps in self._replicas.get(broker_id, {}).values():
-            for tp in tps:
-                if topics[tp[0]].partitions[tp[1]].leader != broker_id:
-                    continue
-                if not changed:
-                    return True
-                assert view is not None
-                p = view.partition(tp)
-                if p is None or p.leader == broker_id:
-                    return True
+        for tp in self._replicas.of_broker(broker_id):
+            if topics[tp[0]].partitions[tp[1]].leader != broker_id:
+                continue
+            if not changed:
+                return True
+            assert view is not None
+            p = view.partition(tp)
+            if p is None or p.leader == broker_id:
+                return True
         return False
 
     def unplaced_directories(self, registration: BrokerRegistration) -> list[Uuid]:
@@ -346,7 +310,9 @@ class ReplicationControlManager:
         yet (KIP-858: a multi-dir broker stays fenced while there are any)."""
         if not registration.multi_dir:
             return []
-        return [d for d in self._replicas.get(registration.id, {}) if not registration.directory_placed(d)]
+        return [
+            d for d in self._replicas.directories(registration.id) if not registration.directory_placed(d)
+        ]
 
     # ---- generators --------------------------------------------------------------------------
 
@@ -533,9 +499,7 @@ class ReplicationControlManager:
             )
         view.registrations[broker_id] = registration.with_changes(fenced=False)
         leaderless = self._leaderless
-        candidates = {
-            tp: None for tps in self._replicas.get(broker_id, {}).values() for tp in tps if tp in leaderless
-        }
+        candidates = {tp: None for tp in self._replicas.of_broker(broker_id) if tp in leaderless}
         # Partitions this operation has already left leaderless count too.
         for tp, p in view.changed():
             if p.leader == NO_LEADER and broker_id in p.replicas:
@@ -587,7 +551,7 @@ class ReplicationControlManager:
     ) -> None:
         """A registration change that turns some of the broker's replicas offline (it registers
         again with fewer dirs): those replicas leave ISRs and leadership, as for a failed dir."""
-        for d in list(self._replicas.get(before.id, {})):
+        for d in self._replicas.directories(before.id):
             if before.directory_online(d) and not after.directory_online(d):
                 self.generate_leader_and_isr_updates(
                     before.id, NO_LEADER, self.partitions_on(before.id, d), records, view
@@ -600,7 +564,7 @@ class ReplicationControlManager:
         return (
             {tid: TopicControlInfo(t.name, t.id, dict(t.partitions)) for tid, t in self.topics.items()},
             dict(self.topics_by_name),
-            {b: {d: dict(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()},
+            self._replicas.copy(),
             dict(self._leaderless),
             dict(self._reassigning),
             self._partition_count,
@@ -618,16 +582,18 @@ class ReplicationControlManager:
 
     def state(self) -> tuple[object, ...]:
         topics = {tid: (t.name, dict(t.partitions)) for tid, t in self.topics.items()}
-        replicas = {b: {d: set(tps) for d, tps in by_dir.items()} for b, by_dir in self._replicas.items()}
+        index = self._replicas
+        replicas = {
+            b: {d: set(index.partitions_on(b, d)) for d in index.directories(b)} for b in index.brokers()
+        }
         # What the ISR and leader queries answer, broker by broker, for comparing states.
-        isr = {b: set(tps) for b in self._replicas if (tps := self.partitions_with_isr_member(b))}
+        isr = {b: set(tps) for b in index.brokers() if (tps := self.partitions_with_isr_member(b))}
         leaders: dict[int, set[TopicIdPartition]] = {}
-        for by_dir in self._replicas.values():
-            for tps in by_dir.values():
-                for tp in tps:
-                    leader = self.topics[tp[0]].partitions[tp[1]].leader
-                    if leader != NO_LEADER:
-                        leaders.setdefault(leader, set()).add(tp)
+        for b in index.brokers():
+            for tp in index.of_broker(b):
+                leader = self.topics[tp[0]].partitions[tp[1]].leader
+                if leader != NO_LEADER:
+                    leaders.setdefault(leader, set()).add(tp)
         return (
             topics,
             dict(self.topics_by_name),

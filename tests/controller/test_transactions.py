@@ -19,9 +19,12 @@ def abort() -> ApiMessageAndVersion:
 
 
 def ordered(value: Any) -> Any:
-    """`value` with every dict as a list of pairs, so that == also compares insertion order."""
+    """`value` with every dict as a list of pairs, so that == also compares insertion order; lists
+    are copied, since an index may append to them in place."""
     if isinstance(value, dict):
         return [(k, ordered(v)) for k, v in value.items()]
+    if isinstance(value, list):
+        return [ordered(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return (type(value), [ordered(getattr(value, f.name)) for f in dataclasses.fields(value)])
     return value
