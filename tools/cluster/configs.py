@@ -135,6 +135,11 @@ def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dic
         host=node.host,
     )
     props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT"
+    # The controllers fence a broker whose heartbeats stop for broker.session.timeout.ms, and the
+    # brokers bound their own waits by it: both sides read the one value the spec gives.
+    session = spec.broker_config.get("broker.session.timeout.ms")
+    if session is not None:
+        props["broker.session.timeout.ms"] = session
     props.update(spec.controller_config)
     return props
 
