@@ -141,6 +141,11 @@ class MigrationShell:
             "zk_write_behind_lag": d.write_behind_lag(),
         }
 
+    async def current_image(self) -> MetadataImage:
+        """The committed image, taken off the loop: folding may wait for a snapshot's fold on its
+        own thread, seconds at scale, and fold pending records itself."""
+        return await asyncio.get_running_loop().run_in_executor(None, self._image)
+
     # ---- the loop ----------------------------------------------------------------------------------------
 
     async def _run(self) -> None:
@@ -154,7 +159,9 @@ class MigrationShell:
         while True:
             self._wake.clear()
             if self.driver.leading:
-                self.driver.on_image(self._image())
+                image = await self.current_image()
+                if self.driver.leading:
+                    self.driver.on_image(image)
             await self._refresh_zk_brokers()
             action = self.driver.poll(self._clock_ms())
             if action is None:
