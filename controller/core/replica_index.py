@@ -16,17 +16,29 @@ Removal, the rare case, pays instead: a stale entry is found by looking at the p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from protocol.uuid import Uuid
 
 TopicIdPartition = tuple[Uuid, int]
 IsOn = Callable[[TopicIdPartition, int, Uuid], bool]
-"""Whether the partition has, now, its replica of the broker in the directory."""
+"""Whether the partition has, now, its replica of the broker in the directory (the broker's first
+replica, should a record name it twice)."""
 
 COMPACT_MIN_STALE = 16
 """A list is rewritten once it has more stale entries than this and than live ones."""
+
+
+def first_placements(replicas: Sequence[int], directories: Sequence[Uuid]) -> list[tuple[int, Uuid]]:
+    """(broker, directory) of each replica; a broker named twice (a malformed record, which replay
+    takes as it is) counts once, at its first place, as `is_on` judges it."""
+    seen: set[int] = set()
+    return [
+        (b, d)
+        for b, d in zip(replicas, directories, strict=True)
+        if not (b in seen or seen.add(b))  # type: ignore[func-returns-value]
+    ]
 
 
 @dataclass(slots=True, eq=False)
@@ -46,7 +58,10 @@ class ReplicaIndex:
         # Looked up before created: a setdefault would build an empty dict or list per call, and a
         # restart comes here for every replica of every partition.
         index = self._lists
-        for b, d in zip(replicas, directories, strict=True):
+        pairs: Iterable[tuple[int, Uuid]] = zip(replicas, directories, strict=True)
+        if len(set(replicas)) != len(replicas):
+            pairs = first_placements(replicas, directories)
+        for b, d in pairs:
             by_dir = index.get(b)
             if by_dir is None:
                 by_dir = index[b] = {}
@@ -66,7 +81,7 @@ class ReplicaIndex:
         stale_counts = self._stale
         touched: dict[tuple[int, Uuid], None] = {}
         for _tp, replicas, directories in removed:
-            for b, d in zip(replicas, directories, strict=True):
+            for b, d in first_placements(replicas, directories):
                 key = (b, d)
                 stale_counts[key] = stale_counts.get(key, 0) + 1
                 touched[key] = None
@@ -109,9 +124,14 @@ class ReplicaIndex:
         }
 
     def of_broker(self, broker_id: int) -> Iterator[TopicIdPartition]:
-        """Every partition with a replica on the broker, directory by directory."""
-        for d in self.directories(broker_id):
-            yield from self.partitions_on(broker_id, d)
+        """Every partition with a replica on the broker, directory by directory; nothing may change
+        the index while it is read (a caller that stops at the first match copies nothing)."""
+        stale = self._stale
+        for d, members in list(self._lists.get(broker_id, {}).items()):
+            if stale.get((broker_id, d)):
+                yield from self._live(broker_id, d, members)
+            else:
+                yield from members
 
     def brokers(self) -> list[int]:
         return list(self._lists)

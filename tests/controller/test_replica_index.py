@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from controller.core.replica_index import COMPACT_MIN_STALE, ReplicaIndex, TopicIdPartition
+from controller.core.replica_index import COMPACT_MIN_STALE, ReplicaIndex, TopicIdPartition, first_placements
 from protocol.uuid import Uuid
 
 T1, T2 = Uuid(b"\x01" * 16), Uuid(b"\x02" * 16)
@@ -25,7 +25,7 @@ class Model:
 
     def is_on(self, tp: TopicIdPartition, broker_id: int, directory: Uuid) -> bool:
         placement = self.placements.get(tp)
-        return placement is not None and dict(zip(*placement, strict=True)).get(broker_id) == directory
+        return placement is not None and dict(first_placements(*placement)).get(broker_id) == directory
 
     def place(self, tp: TopicIdPartition, replicas: tuple[int, ...], dirs: tuple[Uuid, ...]) -> None:
         """A new partition, or a change of its replicas or directories (as replay does it)."""
@@ -36,13 +36,13 @@ class Model:
             self.index.remove(tp, *old)
         # A replica placed again moves to the end of its directory; a directory keeps its place
         # among the broker's while it holds any replica.
-        for b, d in zip(replicas, dirs, strict=True):
+        for b, d in first_placements(replicas, dirs):
             members = self.reference.setdefault(b, {}).setdefault(d, {})
             members.pop(tp, None)
             members[tp] = None
         if old is not None:
-            staying = set(zip(replicas, dirs, strict=True))
-            left = [(b, d) for b, d in zip(*old, strict=True) if (b, d) not in staying]
+            staying = set(first_placements(replicas, dirs))
+            left = [(b, d) for b, d in first_placements(*old) if (b, d) not in staying]
             self._unreference(tp, tuple(b for b, _ in left), tuple(d for _, d in left))
 
     def delete_topic(self, topic: Uuid) -> None:
@@ -135,3 +135,21 @@ def test_a_copy_is_independent_of_the_original() -> None:
     m.place((T1, 1), (1,), (DIRS[0],))
     assert copy.partitions_on(1, DIRS[0]) == [(T1, 0)]
     assert m.index.partitions_on(1, DIRS[0]) == [(T1, 0), (T1, 1)]
+
+
+def test_a_broker_named_twice_counts_once_at_its_first_place() -> None:
+    # Replay takes a malformed record as it is (a ZooKeeper assignment migrated as written).
+    m = Model()
+    m.place((T1, 0), (1, 1), (DIRS[0], DIRS[0]))
+    m.place((T2, 0), (1, 1), (DIRS[1], DIRS[2]))
+    others = [(T1, p) for p in range(1, 2 * COMPACT_MIN_STALE)]
+    for tp in others:
+        m.place(tp, (1,), (DIRS[0],))
+    m.check()
+    for tp in others[:-1]:
+        m.place(tp, (2,), (DIRS[0],))  # enough leave for the list to be rewritten
+    m.place((T1, 0), (1,), (DIRS[0],))
+    m.place(others[-1], (2,), (DIRS[0],))
+    assert m.index.partitions_on(1, DIRS[0]) == [(T1, 0)]
+    assert m.index.counts(1) == {DIRS[0]: 1, DIRS[1]: 1}
+    m.check()
