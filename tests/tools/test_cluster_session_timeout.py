@@ -1,4 +1,4 @@
-"""`kraftpy cluster up`: controllers fence brokers after the session timeout the brokers are given."""
+"""`kraftpy cluster up`: controllers count with the session timeout and heartbeat interval the brokers are given."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ def configs(tmp_path: Path, spec: ClusterSpec) -> list[tuple[NodePlan, KafkaConf
     ]
 
 
-def test_controllers_and_brokers_read_the_same_session_timeout(tmp_path: Path) -> None:
+def test_controllers_and_brokers_read_the_same_session_timeout_and_heartbeat_interval(tmp_path: Path) -> None:
     found = configs(tmp_path, ClusterSpec(brokers=2, dirs=1, controllers=1))
     timeouts = {cfg.broker_session_timeout_ms for _, cfg in found}
     assert timeouts == {int(FAST_BROKER_SETTINGS["broker.session.timeout.ms"])}
+    intervals = {cfg.broker_heartbeat_interval_ms for _, cfg in found}
+    assert intervals == {int(FAST_BROKER_SETTINGS["broker.heartbeat.interval.ms"])}
     assert sorted(tuple(cfg.process_roles) for _, cfg in found) == [("broker",), ("broker",), ("controller",)]
 
 

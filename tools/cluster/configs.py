@@ -126,6 +126,10 @@ def quorum_voters(nodes: Sequence[NodePlan]) -> str:
     return voters_string({n.node_id: n.bootstrap for n in nodes if n.role == "controller"})
 
 
+SHARED_BROKER_TIMINGS = ("broker.session.timeout.ms", "broker.heartbeat.interval.ms")
+"""Broker settings a controller reads too."""
+
+
 def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dict[str, str]:
     props = controller_props(
         node_id=node.node_id,
@@ -135,11 +139,13 @@ def controller_properties(node: NodePlan, voters: str, spec: ClusterSpec) -> dic
         host=node.host,
     )
     props["listener.security.protocol.map"] = f"{CONTROLLER_LISTENER}:PLAINTEXT"
-    # The controllers fence a broker whose heartbeats stop for broker.session.timeout.ms, and the
-    # brokers bound their own waits by it: both sides read the one value the spec gives.
-    session = spec.broker_config.get("broker.session.timeout.ms")
-    if session is not None:
-        props["broker.session.timeout.ms"] = session
+    # The controllers fence a broker whose heartbeats stop for broker.session.timeout.ms and give a
+    # heartbeat half of broker.heartbeat.interval.ms in their queue; the brokers bound their own
+    # waits by the one and send at the other: both sides read the values the spec gives.
+    for key in SHARED_BROKER_TIMINGS:
+        value = spec.broker_config.get(key)
+        if value is not None:
+            props[key] = value
     props.update(spec.controller_config)
     return props
 
