@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from protocol.uuid import Uuid
 
 TopicIdPartition = tuple[Uuid, int]
-IsOn = Callable[[TopicIdPartition, int, Uuid], bool]
-"""Whether the partition has, now, its replica of the broker in the directory (the broker's first
-replica, should a record name it twice)."""
+Placement = Callable[[TopicIdPartition], tuple[Sequence[int], Sequence[Uuid]] | None]
+"""A partition's replicas and their directories as they are now (None once it is gone)."""
 
 COMPACT_MIN_STALE = 16
 """A list is rewritten once it has more stale entries than this and than live ones."""
@@ -32,7 +31,7 @@ COMPACT_MIN_STALE = 16
 
 def first_placements(replicas: Sequence[int], directories: Sequence[Uuid]) -> list[tuple[int, Uuid]]:
     """(broker, directory) of each replica; a broker named twice (a malformed record, which replay
-    takes as it is) counts once, at its first place, as `is_on` judges it."""
+    takes as it is) counts once, at its first place."""
     seen: set[int] = set()
     return [
         (b, d)
@@ -43,10 +42,10 @@ def first_placements(replicas: Sequence[int], directories: Sequence[Uuid]) -> li
 
 @dataclass(slots=True, eq=False)
 class ReplicaIndex:
-    """Partitions by (broker, directory), in placement order; `is_on` answers for the partitions'
-    current state, so an update must come after the partition itself changed."""
+    """Partitions by (broker, directory), in placement order. `placement` answers for the
+    partitions' current state, so an update must come after the partition itself changed."""
 
-    _is_on: IsOn
+    _placement: Placement
     _lists: dict[int, dict[Uuid, list[TopicIdPartition]]] = field(default_factory=dict)
     _stale: dict[tuple[int, Uuid], int] = field(default_factory=dict)
 
@@ -139,7 +138,7 @@ class ReplicaIndex:
     def copy(self) -> ReplicaIndex:
         """An index that later updates of this one leave alone (and the other way round)."""
         lists = {b: {d: list(m) for d, m in by_dir.items()} for b, by_dir in self._lists.items()}
-        return ReplicaIndex(self._is_on, lists, dict(self._stale))
+        return ReplicaIndex(self._placement, lists, dict(self._stale))
 
     def _live(
         self, broker_id: int, directory: Uuid, members: list[TopicIdPartition]
@@ -155,3 +154,14 @@ class ReplicaIndex:
                     live.append(tp)
         live.reverse()
         return live
+
+    def _is_on(self, tp: TopicIdPartition, broker_id: int, directory: Uuid) -> bool:
+        """Whether the partition has, now, its replica of the broker in the directory (its first,
+        as `first_placements` counts it)."""
+        placement = self._placement(tp)
+        if placement is None:
+            return False
+        for b, d in zip(*placement, strict=True):
+            if b == broker_id:
+                return d == directory
+        return False

@@ -133,7 +133,7 @@ class ReplicationControlManager:
         # partitions a broker leads or is in the ISR of are found through it (ISR and leader are
         # among the replicas): two more indexes cost a 2,000,000-partition restart half its replay,
         # for queries a fencing or a controlled shutdown makes once over one broker's replicas.
-        self._replicas = ReplicaIndex(self._has_replica_on)
+        self._replicas = ReplicaIndex(self._placement)
         self._leaderless: dict[TopicIdPartition, None] = {}
         self._reassigning: dict[TopicIdPartition, None] = {}
         # Kept by replay so the partition caps and the GlobalPartitionCount gauge never walk every topic.
@@ -247,16 +247,11 @@ class ReplicationControlManager:
         """How many of the broker's replicas are assigned to each directory."""
         return self._replicas.counts(broker_id)
 
-    def _has_replica_on(self, tp: TopicIdPartition, broker_id: int, directory: Uuid) -> bool:
-        """Whether the partition's replica on the broker is in the directory (the index's test)."""
+    def _placement(self, tp: TopicIdPartition) -> tuple[tuple[int, ...], tuple[Uuid, ...]] | None:
+        """The partition's replicas and their directories (what the replica index checks against)."""
         topic = self.topics.get(tp[0])
         partition = topic.partitions.get(tp[1]) if topic is not None else None
-        if partition is None:
-            return False
-        for b, d in zip(partition.replicas, partition.directories, strict=True):
-            if b == broker_id:
-                return d == directory
-        return False
+        return None if partition is None else (partition.replicas, partition.directories)
 
     def partitions_with_isr_member(self, broker_id: int) -> list[TopicIdPartition]:
         """The partitions whose ISR holds the broker, dir by dir in the order their replicas were placed."""

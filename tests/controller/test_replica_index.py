@@ -20,12 +20,8 @@ class Model:
 
     def __init__(self) -> None:
         self.placements: dict[TopicIdPartition, Placement] = {}
-        self.index = ReplicaIndex(self.is_on)
+        self.index = ReplicaIndex(self.placements.get)
         self.reference: dict[int, dict[Uuid, dict[TopicIdPartition, None]]] = {}
-
-    def is_on(self, tp: TopicIdPartition, broker_id: int, directory: Uuid) -> bool:
-        placement = self.placements.get(tp)
-        return placement is not None and dict(first_placements(*placement)).get(broker_id) == directory
 
     def place(self, tp: TopicIdPartition, replicas: tuple[int, ...], dirs: tuple[Uuid, ...]) -> None:
         """A new partition, or a change of its replicas or directories (as replay does it)."""
