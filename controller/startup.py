@@ -180,13 +180,21 @@ def replay_committed(
 
     n = 0
     with collector_paused():
-        for offset, record, batch in mlog.entries():
+        # Batch by batch, without an entry per record: a restart from a 2,000,000-partition
+        # snapshot replays 2,000,000 records. Record by record into both: the delta's replay of a
+        # PartitionRecord shares the registration the core built for it just before.
+        for offset, step, records, batch in mlog.entry_runs():
             if offset >= end_offset:
                 break
-            core.replay(record, offset)
-            if delta is not None:
-                delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
-            n += 1
+            if step and offset + len(records) > end_offset:
+                records = records[: end_offset - offset]
+            epoch, timestamp_ms = batch.epoch, batch.timestamp_ms
+            for record in records:
+                core.replay(record, offset)
+                if delta is not None:
+                    delta.replay(record, offset, epoch=epoch, timestamp_ms=timestamp_ms)
+                offset += step
+            n += len(records)
         heap.after_load(n)
     return n
 

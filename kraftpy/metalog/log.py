@@ -48,7 +48,14 @@ from kraftpy.metalog.files import (
     partition_dir,
     snapshot_file_name,
 )
-from kraftpy.metalog.reading import LogEntry, decoded_entries, iter_decoded, iter_record_batches
+from kraftpy.metalog.reading import (
+    EntryRun,
+    LogEntry,
+    decoded_run,
+    iter_decoded,
+    iter_record_batches,
+    run_entries,
+)
 from kraftpy.metalog.snapshots import (
     MAX_BATCH_BYTES,
     SnapshotContents,
@@ -626,6 +633,15 @@ class MetadataLog:
     ) -> Iterator[LogEntry]:
         """Records in replay order: the latest snapshot's (their offset is the snapshot's last
         contained offset), then the log's records after it."""
+        for offset, step, records, batch in self.entry_runs(
+            from_snapshot=from_snapshot, include_control=include_control, from_offset=from_offset
+        ):
+            yield from run_entries(offset, step, records, batch)
+
+    def entry_runs(
+        self, *, from_snapshot: bool = True, include_control: bool = False, from_offset: int | None = None
+    ) -> Iterator[EntryRun]:
+        """`entries()` a batch at a time (see EntryRun): what a restart replays."""
         start = self._log_start if from_offset is None else from_offset
         latest = self.latest_snapshot() if from_snapshot else None
         if from_snapshot and start > 0 and (latest is None or latest.offset < start):
@@ -635,15 +651,13 @@ class MetadataLog:
         if latest is not None:
             contents = self.read_snapshot(latest)
             at = latest.offset - 1
-            # Built directly, not with _replace or LogEntry() (each a Python-level call per record
-            # of the snapshot).
-            for _, record, batch in contents.entries(include_control=include_control):
-                yield _tuple_new(LogEntry, (at, record, batch))
+            for _, records, batch in contents.runs(include_control=include_control):
+                yield _tuple_new(EntryRun, (at, 0, records, batch))
             start = max(start, latest.offset)
         for seg, position, db in self.iter_decoded_batches(start):
-            yield from decoded_entries(
-                db, seg.path, position, include_control=include_control, min_offset=start
-            )
+            run = decoded_run(db, seg.path, position, include_control=include_control, min_offset=start)
+            if run is not None:
+                yield _tuple_new(EntryRun, (run[0], 1, run[1], run[2]))
 
     def replay_into(self, delta: Any, *, from_snapshot: bool = True) -> int:
         """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta

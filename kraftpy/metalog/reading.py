@@ -49,6 +49,17 @@ class LogEntry(NamedTuple):
     batch: BatchInfo
 
 
+class EntryRun(NamedTuple):
+    """The records of one batch, for a reader that replays a batch at a time: `entries()` without a
+    tuple and a generator step per record. Record i is at `offset + i * step`: step 1 in the log,
+    0 in a snapshot, whose records all carry its last contained offset."""
+
+    offset: int
+    step: int
+    records: list[Any]
+    batch: BatchInfo
+
+
 def iter_record_batches(data: bytes, path: Path) -> Iterator[tuple[int, RecordBatch]]:
     """(position, batch) for every batch in `data`, errors naming `path` and the position."""
     pos = 0
@@ -105,7 +116,7 @@ def checked_batches(data: bytes, path: Path) -> list[tuple[int, BatchHeader]]:
     return found
 
 
-def decoded_entries(
+def decoded_run(
     db: DecodedBatch,
     path: Path,
     position: int,
@@ -113,12 +124,13 @@ def decoded_entries(
     include_control: bool = False,
     min_offset: int = 0,
     from_snapshot: bool = False,
-) -> list[LogEntry]:
-    """The records of a decoded batch as entries; KRaft writes offset delta = record index."""
+) -> tuple[int, list[Any], BatchInfo] | None:
+    """The records of a decoded batch from `min_offset` on, with the offset of the first (KRaft
+    writes offset delta = record index) and the batch; None for a control batch left out."""
     h = db.header
     control = db.is_control
     if control and not include_control:
-        return []
+        return None
     base = h.base_offset
     info = BatchInfo(
         base,
@@ -130,11 +142,15 @@ def decoded_entries(
         position,
         from_snapshot,
     )
-    # tuple.__new__ directly: LogEntry() is a Python-level call per record.
+    records = db.records
     if min_offset <= base:
-        return [_tuple_new(LogEntry, (base + i, rec, info)) for i, rec in enumerate(db.records)]
-    return [
-        _tuple_new(LogEntry, (base + i, rec, info))
-        for i, rec in enumerate(db.records)
-        if base + i >= min_offset
-    ]
+        return base, records, info
+    return min_offset, records[min_offset - base :], info
+
+
+def run_entries(offset: int, step: int, records: list[Any], batch: BatchInfo) -> list[LogEntry]:
+    """A run's records as entries (see EntryRun)."""
+    # tuple.__new__ directly: LogEntry() is a Python-level call per record.
+    if step:
+        return [_tuple_new(LogEntry, (offset + i, r, batch)) for i, r in enumerate(records)]
+    return [_tuple_new(LogEntry, (offset, r, batch)) for r in records]

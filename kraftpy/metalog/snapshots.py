@@ -17,7 +17,15 @@ from typing import Any
 
 from kraftpy.log.errors import CorruptLogError
 from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, snapshot_file_name
-from kraftpy.metalog.reading import LogEntry, checked_batches, decode_at, decoded_entries, iter_decoded
+from kraftpy.metalog.reading import (
+    BatchInfo,
+    LogEntry,
+    checked_batches,
+    decode_at,
+    decoded_run,
+    iter_decoded,
+    run_entries,
+)
 from kraftpy.storage.atomic import fsync_dir
 from protocol.control_records import SnapshotFooterRecord, SnapshotHeaderRecord
 from protocol.framing import ApiMessageAndVersion
@@ -101,12 +109,17 @@ class SnapshotContents:
     positions: list[int]  # file positions of the data batches, between header and footer
 
     def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
+        for first, records, batch in self.runs(include_control=include_control):
+            yield from run_entries(first, 1, records, batch)
+
+    def runs(self, *, include_control: bool = False) -> Iterator[tuple[int, list[Any], BatchInfo]]:
+        """`entries()` a batch at a time: (offset of the first record, the records, the batch)."""
         data, path = self.data, self.path
         for position in self.positions:
             db = decode_at(data, position, path, verify_crc=False)
-            yield from decoded_entries(
-                db, path, position, include_control=include_control, from_snapshot=True
-            )
+            run = decoded_run(db, path, position, include_control=include_control, from_snapshot=True)
+            if run is not None:
+                yield run
 
     def records(self) -> list[ApiMessageAndVersion]:
         return [e.record for e in self.entries()]

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -9,6 +11,7 @@ from structlog.testing import capture_logs
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import CorruptLogError, LogError, MetadataLog, MetadataLogConfig, SnapshotId
 from kraftpy.metalog.files import PARTITION_DIR
+from kraftpy.metalog.reading import BatchInfo, EntryRun
 from kraftpy.metalog.snapshots import (
     build_snapshot,
     parse_snapshot,
@@ -318,3 +321,39 @@ def test_a_snapshot_that_restarts_the_log_takes_the_older_snapshots_with_it(tmp_
         assert not (follower.dir / own.file_name()).exists()
         assert follower.maybe_clean() is False
         assert replace(follower.load_image(), provenance=image.provenance) == image
+
+
+def test_entry_runs_are_the_entries_a_batch_at_a_time(tmp_path: Path) -> None:
+    def flat(runs: Iterator[EntryRun]) -> list[tuple[int, Any, BatchInfo]]:
+        return [(r.offset + i * r.step, record, r.batch) for r in runs for i, record in enumerate(r.records)]
+
+    with MetadataLog.open(tmp_path) as log:
+        log.append([mv()], 1, 10)
+        fill(log, 6)  # offsets 1-12
+        log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 1005)
+        log.append(topic_records(40) + noops(3), leader_epoch=2, timestamp_ms=2000)  # 13-17
+        fill(log, 3, epoch=2)  # 18-23
+        log.flush()
+        written = [r for _, r, _ in flat(log.entry_runs(from_snapshot=False))]
+        assert [o for o, _, _ in flat(log.entry_runs(from_snapshot=False))] == list(range(24))
+        assert written[13:18] == topic_records(40) + noops(3)
+
+        # A run that starts inside a batch starts at the offset asked for.
+        cut = flat(log.entry_runs(from_snapshot=False, from_offset=15))
+        assert [(o, r) for o, r, _ in cut] == list(zip(range(15, 24), written[15:], strict=True))
+
+        # The snapshot's records all carry its last contained offset, then the log's follow.
+        runs = list(log.entry_runs())
+        assert {(r.offset, r.step) for r in runs if r.batch.from_snapshot} == {(12, 0)}
+        replayed = flat(iter(runs))
+        assert [o for o, _, _ in replayed] == [12] * (len(replayed) - 11) + list(range(13, 24))
+
+        # entries() is the same, record by record.
+        cases: list[dict[str, Any]] = [
+            {},
+            {"include_control": True},
+            {"from_snapshot": False},
+            {"from_snapshot": False, "from_offset": 15},
+        ]
+        for kwargs in cases:
+            assert [tuple(e) for e in log.entries(**kwargs)] == flat(log.entry_runs(**kwargs)), kwargs
