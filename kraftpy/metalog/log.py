@@ -663,9 +663,12 @@ class MetadataLog:
         """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta
         on MetadataImage.EMPTY). Returns the number of records replayed."""
         n = 0
-        for offset, record, batch in self.entries(from_snapshot=from_snapshot):
-            delta.replay(record, offset, epoch=batch.epoch, timestamp_ms=batch.timestamp_ms)
-            n += 1
+        for offset, step, records, batch in self.entry_runs(from_snapshot=from_snapshot):
+            epoch, timestamp_ms = batch.epoch, batch.timestamp_ms
+            for record in records:
+                delta.replay(record, offset, epoch=epoch, timestamp_ms=timestamp_ms)
+                offset += step
+            n += len(records)
         return n
 
     def load_image(self, *, strict: bool = True) -> Any:
