@@ -195,6 +195,8 @@ def replay_committed(
                     delta.replay(record, offset, epoch=epoch, timestamp_ms=timestamp_ms)
                 offset += step
             n += len(records)
+            if step and offset >= end_offset:
+                break  # the next batch is past the committed end: not read, not decoded
         heap.after_load(n)
     return n
 

@@ -651,13 +651,13 @@ class MetadataLog:
         if latest is not None:
             contents = self.read_snapshot(latest)
             at = latest.offset - 1
-            for _, records, batch in contents.runs(include_control=include_control):
+            for _, _, records, batch in contents.runs(include_control=include_control):
                 yield _tuple_new(EntryRun, (at, 0, records, batch))
             start = max(start, latest.offset)
         for seg, position, db in self.iter_decoded_batches(start):
             run = decoded_run(db, seg.path, position, include_control=include_control, min_offset=start)
             if run is not None:
-                yield _tuple_new(EntryRun, (run[0], 1, run[1], run[2]))
+                yield run
 
     def replay_into(self, delta: Any, *, from_snapshot: bool = True) -> int:
         """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta

@@ -124,9 +124,9 @@ def decoded_run(
     include_control: bool = False,
     min_offset: int = 0,
     from_snapshot: bool = False,
-) -> tuple[int, list[Any], BatchInfo] | None:
-    """The records of a decoded batch from `min_offset` on, with the offset of the first (KRaft
-    writes offset delta = record index) and the batch; None for a control batch left out."""
+) -> EntryRun | None:
+    """The records of a decoded batch from `min_offset` on (KRaft writes offset delta = record
+    index); None for a control batch left out."""
     h = db.header
     control = db.is_control
     if control and not include_control:
@@ -144,8 +144,8 @@ def decoded_run(
     )
     records = db.records
     if min_offset <= base:
-        return base, records, info
-    return min_offset, records[min_offset - base :], info
+        return _tuple_new(EntryRun, (base, 1, records, info))
+    return _tuple_new(EntryRun, (min_offset, 1, records[min_offset - base :], info))
 
 
 def run_entries(offset: int, step: int, records: list[Any], batch: BatchInfo) -> list[LogEntry]:

@@ -18,7 +18,7 @@ from typing import Any
 from kraftpy.log.errors import CorruptLogError
 from kraftpy.metalog.files import PARTIAL_SUFFIX, SnapshotId, snapshot_file_name
 from kraftpy.metalog.reading import (
-    BatchInfo,
+    EntryRun,
     LogEntry,
     checked_batches,
     decode_at,
@@ -109,11 +109,11 @@ class SnapshotContents:
     positions: list[int]  # file positions of the data batches, between header and footer
 
     def entries(self, *, include_control: bool = False) -> Iterator[LogEntry]:
-        for first, records, batch in self.runs(include_control=include_control):
-            yield from run_entries(first, 1, records, batch)
+        for run in self.runs(include_control=include_control):
+            yield from run_entries(*run)
 
-    def runs(self, *, include_control: bool = False) -> Iterator[tuple[int, list[Any], BatchInfo]]:
-        """`entries()` a batch at a time: (offset of the first record, the records, the batch)."""
+    def runs(self, *, include_control: bool = False) -> Iterator[EntryRun]:
+        """`entries()` a batch at a time, at the offsets within the snapshot (see EntryRun)."""
         data, path = self.data, self.path
         for position in self.positions:
             db = decode_at(data, position, path, verify_crc=False)

@@ -18,7 +18,7 @@ from kraftpy.metalog.snapshots import (
     read_snapshot_file,
     read_snapshot_timestamp,
 )
-from protocol.control_records import control_records
+from protocol.control_records import LeaderChangeMessage, control_records
 from protocol.record_batch import decode_batch, encode_batch, iter_batch_positions, iter_batches
 from tests.metalog.helpers import mv, noops, topic_records
 
@@ -327,26 +327,37 @@ def test_entry_runs_are_the_entries_a_batch_at_a_time(tmp_path: Path) -> None:
     def flat(runs: Iterator[EntryRun]) -> list[tuple[int, Any, BatchInfo]]:
         return [(r.offset + i * r.step, record, r.batch) for r in runs for i, record in enumerate(r.records)]
 
+    def offsets(runs: Iterator[EntryRun]) -> list[int]:
+        return [o for o, _, _ in flat(runs)]
+
     with MetadataLog.open(tmp_path) as log:
         log.append([mv()], 1, 10)
         fill(log, 6)  # offsets 1-12
         log.write_snapshot(log.load_image().write(), log.log_end_offset, 1, 1005)
         log.append(topic_records(40) + noops(3), leader_epoch=2, timestamp_ms=2000)  # 13-17
-        fill(log, 3, epoch=2)  # 18-23
+        leader_change = LeaderChangeMessage(Version=0, LeaderId=1, Voters=[], GrantingVoters=[])
+        log.append_control([leader_change], leader_epoch=2, timestamp_ms=2001)  # 18
+        fill(log, 3, epoch=2)  # 19-24
         log.flush()
+        data_offsets = [*range(18), *range(19, 25)]
         written = [r for _, r, _ in flat(log.entry_runs(from_snapshot=False))]
-        assert [o for o, _, _ in flat(log.entry_runs(from_snapshot=False))] == list(range(24))
+        assert offsets(log.entry_runs(from_snapshot=False)) == data_offsets
         assert written[13:18] == topic_records(40) + noops(3)
+
+        # A control batch only when asked for.
+        with_control = flat(log.entry_runs(from_snapshot=False, include_control=True))
+        assert [o for o, _, _ in with_control] == list(range(25))
+        assert with_control[18][1].message == leader_change and with_control[18][2].is_control
 
         # A run that starts inside a batch starts at the offset asked for.
         cut = flat(log.entry_runs(from_snapshot=False, from_offset=15))
-        assert [(o, r) for o, r, _ in cut] == list(zip(range(15, 24), written[15:], strict=True))
+        assert [(o, r) for o, r, _ in cut] == list(zip(data_offsets[15:], written[15:], strict=True))
 
         # The snapshot's records all carry its last contained offset, then the log's follow.
         runs = list(log.entry_runs())
         assert {(r.offset, r.step) for r in runs if r.batch.from_snapshot} == {(12, 0)}
-        replayed = flat(iter(runs))
-        assert [o for o, _, _ in replayed] == [12] * (len(replayed) - 11) + list(range(13, 24))
+        replayed = offsets(iter(runs))
+        assert replayed == [12] * (len(replayed) - 11) + data_offsets[13:]
 
         # entries() is the same, record by record.
         cases: list[dict[str, Any]] = [
