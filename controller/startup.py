@@ -183,11 +183,7 @@ def replay_committed(
         # Batch by batch, without an entry per record: a restart from a 2,000,000-partition
         # snapshot replays 2,000,000 records. Record by record into both: the delta's replay of a
         # PartitionRecord shares the registration the core built for it just before.
-        for offset, step, records, batch in mlog.entry_runs():
-            if offset >= end_offset:
-                break
-            if step and offset + len(records) > end_offset:
-                records = records[: end_offset - offset]
+        for offset, step, records, batch in mlog.entry_runs(end_offset=end_offset):
             epoch, timestamp_ms = batch.epoch, batch.timestamp_ms
             for record in records:
                 core.replay(record, offset)
@@ -195,8 +191,6 @@ def replay_committed(
                     delta.replay(record, offset, epoch=epoch, timestamp_ms=timestamp_ms)
                 offset += step
             n += len(records)
-            if step and offset >= end_offset:
-                break  # the next batch is past the committed end: not read, not decoded
         heap.after_load(n)
     return n
 

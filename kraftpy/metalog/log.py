@@ -639,9 +639,15 @@ class MetadataLog:
             yield from run_entries(offset, step, records, batch)
 
     def entry_runs(
-        self, *, from_snapshot: bool = True, include_control: bool = False, from_offset: int | None = None
+        self,
+        *,
+        from_snapshot: bool = True,
+        include_control: bool = False,
+        from_offset: int | None = None,
+        end_offset: int | None = None,
     ) -> Iterator[EntryRun]:
-        """`entries()` a batch at a time (see EntryRun): what a restart replays."""
+        """`entries()` a batch at a time (see EntryRun), what a restart replays; with `end_offset`,
+        only the records below it, and no batch past it is read."""
         start = self._log_start if from_offset is None else from_offset
         latest = self.latest_snapshot() if from_snapshot else None
         if from_snapshot and start > 0 and (latest is None or latest.offset < start):
@@ -649,15 +655,26 @@ class MetadataLog:
                 f"{self.dir}: the log starts at offset {start} and no snapshot covers the offsets before it"
             )
         if latest is not None:
-            contents = self.read_snapshot(latest)
             at = latest.offset - 1
+            if end_offset is not None and at >= end_offset:
+                return
+            contents = self.read_snapshot(latest)
             for _, _, records, batch in contents.runs(include_control=include_control):
                 yield _tuple_new(EntryRun, (at, 0, records, batch))
             start = max(start, latest.offset)
         for seg, position, db in self.iter_decoded_batches(start):
+            h = db.header
+            if end_offset is not None and h.base_offset >= end_offset:
+                return
             run = decoded_run(db, seg.path, position, include_control=include_control, min_offset=start)
+            if end_offset is None or h.base_offset + h.last_offset_delta + 1 < end_offset:
+                if run is not None:
+                    yield run
+                continue
+            # The batch that reaches the end is the last one read.
             if run is not None:
-                yield run
+                yield run._replace(records=run.records[: end_offset - run.offset])
+            return
 
     def replay_into(self, delta: Any, *, from_snapshot: bool = True) -> int:
         """Replay the latest snapshot, then the log, into `delta` (a kraftpy.image.MetadataDelta
