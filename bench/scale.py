@@ -22,6 +22,10 @@ for a quick look.
 4. On the restarted controller: steady heartbeats from every broker (heartbeats/s the core sustains,
    records none), one log dir failing (the heartbeat reporting it, its PartitionChangeRecords encoded
    and replayed), and one whole broker failing (its session expires; fenced by the session check).
+5. Where it stops: from those figures, linearly, the most partitions one controller holds within its
+   restart goal, within this machine's memory, and with every broker heartbeating at Kafka's
+   interval; the first to run out is named with the next step past it. Read it from a full-scale
+   run: at a small `--scale` the interpreter's own memory inflates the bytes per partition.
 
 What it tells a user: whether one controller process holds a cluster this size in memory, how long
 a restart or failover takes before it can serve, and whether a disk or a broker failing gets its
@@ -33,17 +37,19 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import re
 import resource
 import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import tracemalloc
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -52,6 +58,7 @@ from controller.core.metadata_version import LATEST_PRODUCTION
 from controller.log_sink import MAX_RECORDS_PER_BATCH
 from controller.raft_log import write_snapshot
 from controller.startup import replay_committed, snapshot_end
+from kraftpy.config import KafkaConfig
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog.log import MetadataLog
 from kraftpy.metalog.snapshots import MAX_BATCH_BYTES
@@ -295,6 +302,71 @@ def restart_in_a_new_process(meta: Path, partitions: int) -> tuple[int, float, i
     return int(found[1]), float(found[2]), int(found[3])
 
 
+class Limit(NamedTuple):
+    """How large a cluster one controller holds before one of its resources runs out."""
+
+    resource: str
+    partitions: int
+    """The most partitions (at this run's partitions per broker) within the bound."""
+    reason: str
+    next_step: str
+
+
+HEARTBEAT_INTERVAL_MS: int = KafkaConfig.model_fields["broker_heartbeat_interval_ms"].default
+
+
+def where_it_stops(
+    partitions: int,
+    brokers: int,
+    restart_s: float,
+    restart_peak_bytes: int,
+    heartbeats_per_s: float,
+    memory_bytes: int,
+) -> list[Limit]:
+    """Each limit, the binding one first, extrapolated linearly from one run: a restart and its
+    memory grow with the partitions, heartbeats with the brokers (the run's partitions per broker
+    kept)."""
+    per_broker = partitions / brokers
+    restart_per = restart_s / partitions
+    bytes_per = restart_peak_bytes / partitions
+    brokers_served = heartbeats_per_s * HEARTBEAT_INTERVAL_MS / 1000
+    limits = [
+        Limit(
+            "restart",
+            int(GOAL_REPLAY_S / restart_per),
+            f"a restart within {GOAL_REPLAY_S:.0f} s at {restart_per * 1e6:.1f} us per partition",
+            "a restart is not a failover: in a three-voter quorum the standbys replay every record as it commits, "
+            "so the leadership moves to a voter already holding the state (bench/controller_failover.py), and a "
+            "restart only keeps one voter out of the quorum for longer. The replay builds Python objects one "
+            "partition at a time on one core; past this size it needs a compiled decoder and replica index.",
+        ),
+        Limit(
+            "memory",
+            int(memory_bytes / bytes_per),
+            f"this machine's {memory_bytes / 2**30:.0f} GiB at the restart's peak of "
+            f"{bytes_per:,.0f} bytes per partition",
+            "a machine with more memory, or fewer objects per partition in the core and the image it keeps.",
+        ),
+        Limit(
+            "heartbeats",
+            int(brokers_served * per_broker),
+            f"{brokers_served:,.0f} brokers heartbeating every {HEARTBEAT_INTERVAL_MS} ms, the core alone on "
+            f"one core (the RPC layer comes on top: bench/controller.py), at {per_broker:,.0f} partitions each",
+            "a longer broker.heartbeat.interval.ms, then a cheaper RPC layer (it costs more than the core).",
+        ),
+    ]
+    return sorted(limits, key=lambda limit: limit.partitions)
+
+
+def print_where_it_stops(limits: list[Limit]) -> None:
+    print("where one controller stops (linear from this run):")
+    for limit in limits:
+        print(f"  {limit.resource}: {limit.partitions:,} partitions ({limit.reason})")
+    first = limits[0]
+    next_step = f"first to run out: {first.resource}. Next step: {first.next_step}"
+    print(textwrap.fill(next_step, width=110, initial_indent="  ", subsequent_indent="    "))
+
+
 def timed_apply(shell: Shell, op: Any) -> tuple[Any, int, float, float]:
     """(response, records, seconds in the operation, seconds encoding and replaying its records)."""
     t0 = time.perf_counter()
@@ -440,6 +512,8 @@ def main() -> None:
         )
         mlog.close()
         print(f"peak resident memory of this run: {own_peak_rss() / 1e9:.1f} GB")
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        print_where_it_stops(where_it_stops(partitions, brokers, replay_s, child_peak, rate, memory))
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
