@@ -1,7 +1,7 @@
 """Speed of a real `kraftpy-controller` process over HTTP (msgpack bodies, one fsync per group commit).
 
     .venv/bin/python bench/controller.py [--brokers 1000] [--clients 4] [--duration 10]
-                                         [--partitions 100000] [--only a|b] [--keep DIR]
+                                         [--partitions 100000] [--dir-trials 3] [--only a|b] [--keep DIR]
 
 (a) Heartbeats: registers `--brokers` simulated brokers, unfences them, then `--clients`
     concurrent aiohttp sessions send heartbeats round-robin for `--duration` seconds (at most
@@ -12,7 +12,8 @@
     with CreateTopics in large batches, placed with AssignReplicasToDirs). It then heartbeats with
     OfflineLogDirs=[A]. The reply comes only once every resulting record is fsynced, so the
     heartbeat's round trip is the time from the heartbeat to every PartitionChangeRecord committed.
-    Prints that time and records/s; the goal is 0.3 s for 100,000 partitions.
+    Prints that time and records/s; the goal is 0.3 s for 100,000 partitions. `--dir-trials` runs it
+    that many times, each on a controller of its own, and sets their median beside the goal.
 
 Goals printed beside the figures: (a) at most 0.05 ms of controller CPU per heartbeat (20,000
 heartbeats/s on one core); (b) 0.3 s.
@@ -333,7 +334,7 @@ async def bare_aiohttp_cpu_ms(bodies: list[bytes], args: argparse.Namespace) -> 
 
 async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str, float]:
     ctl = Controller(
-        workdir / "b",
+        workdir,
         {
             "broker.session.timeout.ms": 600_000,
             # Keep snapshots out of the measurement window; the log is the subject here.
@@ -423,7 +424,7 @@ async def bench_offline_dir(args: argparse.Namespace, workdir: Path) -> dict[str
             "offline_partitions": offline_now,
             "controller_cpu_s": cpu,
         }
-        verdict = "within" if elapsed < OFFLINE_GOAL_S else "OVER"
+        verdict = "within" if elapsed <= OFFLINE_GOAL_S else "OVER"
         print(
             f"(b) OfflineLogDirs=[A] heartbeat answered after {elapsed:.2f}s with every record committed: "
             f"{changes:,.0f} PartitionChangeRecords, {out['records_per_second']:,.0f} records/s; "
@@ -446,7 +447,18 @@ async def run(args: argparse.Namespace) -> None:
         if args.only in (None, "a"):
             await bench_heartbeats(args, workdir)
         if args.only in (None, "b"):
-            await bench_offline_dir(args, workdir)
+            # One trial's figure moves by a tenth from run to run on a shared machine: the median of a
+            # few, each on a controller of its own, is what is set beside the goal.
+            seconds = [
+                (await bench_offline_dir(args, workdir / f"b{trial}"))["seconds"]
+                for trial in range(args.dir_trials)
+            ]
+            median = statistics.median(seconds)
+            verdict = "within" if median <= OFFLINE_GOAL_S else "OVER"
+            print(
+                f"(b) over {len(seconds)} trials: median {median:.2f}s (from {min(seconds):.2f} to "
+                f"{max(seconds):.2f}), goal <= {OFFLINE_GOAL_S} s: {verdict}"
+            )
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -465,9 +477,12 @@ def main() -> None:
         "--topics-per-request", type=int, default=9, help="topics (of 1000 partitions) per CreateTopics"
     )
     p.add_argument("--assign-batch", type=int, default=10_000, help="assignments per AssignReplicasToDirs")
+    p.add_argument("--dir-trials", type=int, default=3, help="trials of (b), each on a new controller")
     p.add_argument("--only", choices=("a", "b"), help="run one part")
     p.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (logs, metadata log)")
     args = p.parse_args()
+    if args.dir_trials < 1:
+        p.error("--dir-trials must be at least 1")
     asyncio.run(run(args))
 
 
