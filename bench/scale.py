@@ -24,8 +24,8 @@ for a quick look.
    and replayed), and one whole broker failing (its session expires; fenced by the session check).
 5. Where it stops: from those figures, linearly, the most partitions one controller holds within its
    restart goal, within this machine's memory, and with every broker heartbeating at Kafka's
-   interval; the first to run out is named with the next step past it. Read it from a full-scale
-   run: at a small `--scale` the interpreter's own memory inflates the bytes per partition.
+   interval; the first to run out is named with the next step past it. Memory counts what the
+   restart added, not the interpreter's own.
 
 What it tells a user: whether one controller process holds a cluster this size in memory, how long
 a restart or failover takes before it can serve, and whether a disk or a broker failing gets its
@@ -279,27 +279,48 @@ def own_peak_rss() -> int:
     """This process's peak resident bytes since it started its program. Not getrusage's
     ru_maxrss: Linux carries that over from the process that forked this one (the bench, holding
     gigabytes by then)."""
+    found = _own_status_bytes("VmHWM:")
+    return found if found is not None else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def own_rss() -> int:
+    """This process's resident bytes now."""
+    return _own_status_bytes("VmRSS:") or 0
+
+
+def _own_status_bytes(field: str) -> int | None:
     for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(field):
             return int(line.split()[1]) * 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return None
 
 
-def restart_in_a_new_process(meta: Path, partitions: int) -> tuple[int, float, int]:
+def usable_memory() -> int:
+    """The machine's memory, or its cgroup's limit where that is lower."""
+    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return memory
+    return min(memory, int(limit)) if limit.isdigit() else memory
+
+
+def restart_in_a_new_process(meta: Path, partitions: int) -> tuple[int, float, int, int]:
     """restart() in a process of its own, which must take all its memory from the system as a
-    restarted controller does: (records, seconds, peak resident bytes)."""
+    restarted controller does: (records, seconds, peak resident bytes, resident bytes before the
+    replay: the interpreter and its imports)."""
     out = subprocess.run(
         [sys.executable, __file__, "--restart-only", str(meta), "--partitions", str(partitions)],
         capture_output=True,
         text=True,
         check=False,
     )
-    found = re.search(r"^restarted (\d+) ([0-9.]+) (\d+)$", out.stdout, re.MULTILINE)
+    found = re.search(r"^restarted (\d+) ([0-9.]+) (\d+) (\d+)$", out.stdout, re.MULTILINE)
     if out.returncode != 0 or found is None:
         raise RuntimeError(
             f"the restart process failed ({out.returncode}): {out.stdout[-2000:]} {out.stderr[-2000:]}"
         )
-    return int(found[1]), float(found[2]), int(found[3])
+    return int(found[1]), float(found[2]), int(found[3]), int(found[4])
 
 
 class Limit(NamedTuple):
@@ -319,16 +340,17 @@ def where_it_stops(
     partitions: int,
     brokers: int,
     restart_s: float,
-    restart_peak_bytes: int,
+    state_bytes: int,
     heartbeats_per_s: float,
     memory_bytes: int,
 ) -> list[Limit]:
     """Each limit, the binding one first, extrapolated linearly from one run: a restart and its
     memory grow with the partitions, heartbeats with the brokers (the run's partitions per broker
-    kept)."""
+    kept). `state_bytes`: what the restart added to resident memory at its peak."""
     per_broker = partitions / brokers
-    restart_per = restart_s / partitions
-    bytes_per = restart_peak_bytes / partitions
+    # A tiny run may time its restart as 0.000 s, or add no page of memory.
+    restart_per = max(restart_s, 1e-3) / partitions
+    bytes_per = max(state_bytes, 1) / partitions
     brokers_served = heartbeats_per_s * HEARTBEAT_INTERVAL_MS / 1000
     limits = [
         Limit(
@@ -343,15 +365,16 @@ def where_it_stops(
         Limit(
             "memory",
             int(memory_bytes / bytes_per),
-            f"this machine's {memory_bytes / 2**30:.0f} GiB at the restart's peak of "
-            f"{bytes_per:,.0f} bytes per partition",
+            f"at most: {memory_bytes / 2**30:.0f} GiB, the machine's or its cgroup's, at the {bytes_per:,.0f} "
+            "bytes per partition the restart added at its peak; writing a snapshot holds its records on top",
             "a machine with more memory, or fewer objects per partition in the core and the image it keeps.",
         ),
         Limit(
             "heartbeats",
             int(brokers_served * per_broker),
-            f"{brokers_served:,.0f} brokers heartbeating every {HEARTBEAT_INTERVAL_MS} ms, the core alone on "
-            f"one core (the RPC layer comes on top: bench/controller.py), at {per_broker:,.0f} partitions each",
+            f"at most: {brokers_served:,.0f} brokers heartbeating every {HEARTBEAT_INTERVAL_MS} ms at "
+            f"{per_broker:,.0f} partitions per broker, counting the core alone on one core; the RPC layer "
+            "costs more than the core (bench/controller.py)",
             "a longer broker.heartbeat.interval.ms, then a cheaper RPC layer (it costs more than the core).",
         ),
     ]
@@ -389,9 +412,10 @@ def main() -> None:
     p.add_argument("--restart-only", metavar="META", help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.restart_only:
+        before = own_rss()
         mlog, _, _, replayed, seconds = restart(Path(args.restart_only), controller_config(args.partitions))
         mlog.close()
-        print(f"restarted {replayed} {seconds:.3f} {own_peak_rss()}")
+        print(f"restarted {replayed} {seconds:.3f} {own_peak_rss()} {before}")
         return
     brokers = max(args.rf, round(args.brokers * args.scale))
     partitions = max(1, round(args.partitions * args.scale))
@@ -434,7 +458,7 @@ def main() -> None:
         )
         mlog.close()
 
-        replayed, replay_s, child_peak = restart_in_a_new_process(workdir / "meta", partitions)
+        replayed, replay_s, child_peak, child_base = restart_in_a_new_process(workdir / "meta", partitions)
         print(
             f"restart (a new process, as a controller restarts): {replayed:,} snapshot records replayed into "
             f"the core and the committed image in {replay_s:.1f}s (goal <= {GOAL_REPLAY_S:.0f} s: "
@@ -512,8 +536,9 @@ def main() -> None:
         )
         mlog.close()
         print(f"peak resident memory of this run: {own_peak_rss() / 1e9:.1f} GB")
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        print_where_it_stops(where_it_stops(partitions, brokers, replay_s, child_peak, rate, memory))
+        print_where_it_stops(
+            where_it_stops(partitions, brokers, replay_s, child_peak - child_base, rate, usable_memory())
+        )
     finally:
         if not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
