@@ -373,8 +373,8 @@ def where_it_stops(
             "heartbeats",
             int(brokers_served * per_broker),
             f"at most: {brokers_served:,.0f} brokers heartbeating every {HEARTBEAT_INTERVAL_MS} ms at "
-            f"{per_broker:,.0f} partitions per broker, counting the core alone on one core; the RPC layer "
-            "costs more than the core (bench/controller.py)",
+            f"{per_broker:,.0f} partitions per broker, counting the core alone on one core (the RPC "
+            "layer's own cost: bench/controller.py)",
             "a longer broker.heartbeat.interval.ms, then a cheaper RPC layer (it costs more than the core).",
         ),
     ]
