@@ -52,6 +52,12 @@ class LogView:
                 return e, end
         if self.snapshot_id and self.snapshot_id.Epoch <= epoch:
             return self.snapshot_id.Epoch, self.log_start
+        if self.epochs:
+            # Older than every epoch here: it ends where the first one starts (as Kafka's epoch cache
+            # answers). A follower whose last record is from such an epoch, the lone LeaderChange of
+            # a split election, is then told where to cut; an epoch of -1 would read on the wire as
+            # no divergence at all, and that follower would fetch the same offset forever.
+            return epoch, self.epochs[0][1]
         return -1, self.log_start
 
     def validate_offset_and_epoch(self, offset: int, epoch: int) -> DivergingEpoch | SnapshotId | None:

@@ -23,9 +23,11 @@ def view_of(*epochs: int) -> LogView:
 
 @pytest.mark.parametrize(
     ("epoch", "expected"),
-    [(0, (-1, 0)), (1, (1, 2)), (2, (1, 2)), (3, (3, 5)), (4, (3, 5)), (5, (5, 6)), (9, (5, 6))],
+    [(0, (0, 0)), (1, (1, 2)), (2, (1, 2)), (3, (3, 5)), (4, (3, 5)), (5, (5, 6)), (9, (5, 6))],
 )
 def test_end_offset_for_epoch_is_the_largest_epoch_at_or_below(epoch: int, expected: tuple[int, int]) -> None:
+    """An epoch older than the whole log ends where the log's first epoch starts (Kafka's
+    LeaderEpochFileCache.endOffsetFor), never with an epoch of -1."""
     assert view_of(1, 1, 3, 3, 3, 5).end_offset_for_epoch(epoch) == expected
 
 
@@ -42,7 +44,7 @@ def test_a_local_snapshot_keeps_the_epoch_that_covers_the_new_log_start() -> Non
     view.delete_before(SnapshotId(4, 3))
     assert (view.log_start, view.end_offset, view.epochs) == (4, 6, [(3, 4), (5, 5)])
     assert view.end_offset_for_epoch(3) == (3, 5)
-    assert view.end_offset_for_epoch(2) == (-1, 4)
+    assert view.end_offset_for_epoch(2) == (2, 4)
     assert view.epoch_at(3) == 3
 
 

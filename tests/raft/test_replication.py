@@ -110,6 +110,32 @@ def test_diverging_follower_truncates_and_refetches() -> None:
     assert [data for _, _, data in c[2].machine] == [b"a", b"b", b"x", b"y", LEADER_CHANGE]
 
 
+def test_a_follower_left_with_a_lone_older_epoch_truncates_it() -> None:
+    """A split election at startup: voter 2 won epoch 1 and wrote its LeaderChange, voter 1 won epoch 2
+    and went on. Voter 2's last epoch is older than anything in the leader's log; the leader must still
+    name an epoch (>= 0: on Kafka's wire a negative one means no divergence) so that it truncates."""
+    c = ScriptedCluster([1, 2, 3])
+    voters = frozenset({1, 2, 3})
+    c[1].store.entries = [Entry(0, 2, b"a"), Entry(1, 2, b"b"), Entry(2, 3, b"x")]
+    c[3].store.entries = list(c[1].store.entries)
+    c[2].store.entries = [Entry(0, 1, b"lone")]
+    for node_id in (1, 2, 3):
+        c[node_id].store.quorum_state = QuorumState(leader_epoch=3, voters=voters)
+        c[node_id].restart(0)
+    c.now = 300
+    c.tick(1)
+    c.stabilize()
+    assert c[1].role is Role.LEADER and c[1].core.epoch == 4
+    c.take()
+    ready = c.inject(2, 1, fetch(c, 2, 1, 1))
+    response = ready.messages[0].message
+    assert response.DivergingEpoch == DivergingEpoch(Epoch=1, EndOffset=0)
+    ready = c.inject(1, 2, response)
+    assert ready.truncate_to == 0 and c[2].store.end_offset == 0
+    c.run(100)
+    assert c[2].entries() == c[1].entries()
+
+
 def test_a_late_duplicate_fetch_response_is_ignored() -> None:
     c, leader = elected([1, 2, 3])
     follower = next(i for i in (1, 2, 3) if i != leader)
