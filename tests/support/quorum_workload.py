@@ -178,9 +178,13 @@ class Workload:
                 active = [v for v, h in last.items() if h and h.get("active")]
                 if len(leaders) == 1 and len(active) == 1:
                     # Below each voter's high watermark everything is committed: the least of them
-                    # is a point every voter's log must agree up to.
+                    # is a point every voter's log must agree up to. A voter restarted a moment ago
+                    # knows no high watermark yet (0 until its first fetch), so that point must
+                    # also reach the active leader's: the leader has committed its own epoch's
+                    # start, so its high watermark is past every write acknowledged before.
                     low = min(h["high_watermark"] for h in hs if h)
-                    return {"converged": True, "leader": active[0], "high_watermark": low}
+                    if low >= last[active[0]]["high_watermark"]:
+                        return {"converged": True, "leader": active[0], "high_watermark": low}
             await asyncio.sleep(0.1)
         return {"converged": False, "health": {str(k): v for k, v in last.items()}}
 
