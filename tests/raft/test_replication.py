@@ -83,14 +83,13 @@ def test_high_watermark_waits_for_a_record_of_the_leaders_own_epoch() -> None:
     assert [data for _, _, data in c[1].machine] == [b"old-0", b"old-1", LEADER_CHANGE]
 
 
-def test_diverging_follower_truncates_and_refetches() -> None:
+def restarted_with(majority: list[Entry], voter_2: list[Entry]) -> ScriptedCluster:
+    """Voters 1 and 3 hold `majority`, voter 2 `voter_2`; all restart at epoch 3 and voter 1 wins epoch 4."""
     c = ScriptedCluster([1, 2, 3])
     voters = frozenset({1, 2, 3})
-    common = [Entry(0, 1, b"a"), Entry(1, 1, b"b")]
-    c[1].store.entries = [*common, Entry(2, 3, b"x"), Entry(3, 3, b"y")]
-    c[3].store.entries = list(c[1].store.entries)
-    # Voter 2 kept records of epoch 2 from a leader that never committed them.
-    c[2].store.entries = [*common, Entry(2, 2, b"p"), Entry(3, 2, b"q"), Entry(4, 2, b"r")]
+    c[1].store.entries = list(majority)
+    c[3].store.entries = list(majority)
+    c[2].store.entries = list(voter_2)
     for node_id in (1, 2, 3):
         c[node_id].store.quorum_state = QuorumState(leader_epoch=3, voters=voters)
         c[node_id].restart(0)
@@ -99,6 +98,16 @@ def test_diverging_follower_truncates_and_refetches() -> None:
     c.stabilize()
     assert c[1].role is Role.LEADER and c[1].core.epoch == 4
     c.take()
+    return c
+
+
+def test_diverging_follower_truncates_and_refetches() -> None:
+    common = [Entry(0, 1, b"a"), Entry(1, 1, b"b")]
+    # Voter 2 kept records of epoch 2 from a leader that never committed them.
+    c = restarted_with(
+        [*common, Entry(2, 3, b"x"), Entry(3, 3, b"y")],
+        [*common, Entry(2, 2, b"p"), Entry(3, 2, b"q"), Entry(4, 2, b"r")],
+    )
     ready = c.inject(2, 1, fetch(c, 2, 5, 2))
     response = ready.messages[0].message
     assert response.DivergingEpoch == DivergingEpoch(Epoch=1, EndOffset=2)
@@ -114,19 +123,7 @@ def test_a_follower_left_with_a_lone_older_epoch_truncates_it() -> None:
     """A split election at startup: voter 2 won epoch 1 and wrote its LeaderChange, voter 1 won epoch 2
     and went on. Voter 2's last epoch is older than anything in the leader's log; the leader must still
     name an epoch (>= 0: on Kafka's wire a negative one means no divergence) so that it truncates."""
-    c = ScriptedCluster([1, 2, 3])
-    voters = frozenset({1, 2, 3})
-    c[1].store.entries = [Entry(0, 2, b"a"), Entry(1, 2, b"b"), Entry(2, 3, b"x")]
-    c[3].store.entries = list(c[1].store.entries)
-    c[2].store.entries = [Entry(0, 1, b"lone")]
-    for node_id in (1, 2, 3):
-        c[node_id].store.quorum_state = QuorumState(leader_epoch=3, voters=voters)
-        c[node_id].restart(0)
-    c.now = 300
-    c.tick(1)
-    c.stabilize()
-    assert c[1].role is Role.LEADER and c[1].core.epoch == 4
-    c.take()
+    c = restarted_with([Entry(0, 2, b"a"), Entry(1, 2, b"b"), Entry(2, 3, b"x")], [Entry(0, 1, b"lone")])
     ready = c.inject(2, 1, fetch(c, 2, 1, 1))
     response = ready.messages[0].message
     assert response.DivergingEpoch == DivergingEpoch(Epoch=1, EndOffset=0)
