@@ -7,6 +7,7 @@ LastFetchedEpoch. Pure bookkeeping; MetadataLog persists it as leader-epoch-chec
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from typing import NamedTuple
 
 UNDEFINED_EPOCH = -1
@@ -91,22 +92,28 @@ class LeaderEpochCache:
         return None if i == 0 else entries[i - 1].epoch
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> OffsetAndEpoch:
-        """The largest epoch <= `requested_epoch` and the offset where it ended (endOffsetFor).
-
-        The latest epoch ends at the log end; an epoch older than the whole history answers with
-        the requested epoch and the first start offset; an unknown or newer epoch gives
-        (UNDEFINED_OFFSET, UNDEFINED_EPOCH).
-        """
+        """The largest epoch <= `requested_epoch` and the offset where it ended (see `end_offset_for`)."""
         # One list throughout: the loop answers while a cleaning on the dir's thread may replace it.
-        entries = self._entries
-        if requested_epoch == UNDEFINED_EPOCH or not entries:
-            return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
-        if requested_epoch == entries[-1].epoch:
-            return OffsetAndEpoch(log_end_offset, requested_epoch)
-        epochs = [e.epoch for e in entries]
-        higher = bisect.bisect_right(epochs, requested_epoch)
-        if higher == len(entries):
-            return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
-        if higher == 0:
-            return OffsetAndEpoch(entries[0].start_offset, requested_epoch)
-        return OffsetAndEpoch(entries[higher].start_offset, entries[higher - 1].epoch)
+        return end_offset_for(self._entries, requested_epoch, log_end_offset)
+
+
+def end_offset_for(
+    entries: Sequence[tuple[int, int]], requested_epoch: int, log_end_offset: int
+) -> OffsetAndEpoch:
+    """LeaderEpochFileCache.endOffsetFor over (epoch, start offset) entries in ascending order.
+
+    The latest epoch ends at the log end; an epoch older than the whole history answers with
+    the requested epoch and the first start offset; an unknown or newer epoch gives
+    (UNDEFINED_OFFSET, UNDEFINED_EPOCH). The Raft core's LogView asks the same question.
+    """
+    if requested_epoch == UNDEFINED_EPOCH or not entries:
+        return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
+    if requested_epoch == entries[-1][0]:
+        return OffsetAndEpoch(log_end_offset, requested_epoch)
+    epochs = [e for e, _ in entries]
+    higher = bisect.bisect_right(epochs, requested_epoch)
+    if higher == len(entries):
+        return OffsetAndEpoch(UNDEFINED_OFFSET, UNDEFINED_EPOCH)
+    if higher == 0:
+        return OffsetAndEpoch(entries[0][1], requested_epoch)
+    return OffsetAndEpoch(entries[higher][1], entries[higher - 1][0])

@@ -10,6 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from kraftpy.log.epoch_cache import UNDEFINED_OFFSET, end_offset_for
 from kraftpy.raft.messages import DivergingEpoch, Entry, Snapshot, SnapshotId
 
 
@@ -44,21 +45,21 @@ class LogView:
         return self.epochs[i][0] if i >= 0 else 0
 
     def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
-        """Kafka's endOffsetForEpoch: (largest epoch <= `epoch` in the log, offset where it ends)."""
-        for i in range(len(self.epochs) - 1, -1, -1):
-            e, _ = self.epochs[i]
-            if e <= epoch:
-                end = self.epochs[i + 1][1] if i + 1 < len(self.epochs) else self.end_offset
-                return e, end
-        if self.snapshot_id and self.snapshot_id.Epoch <= epoch:
-            return self.snapshot_id.Epoch, self.log_start
-        if self.epochs:
-            # Older than every epoch here: it ends where the first one starts (as Kafka's epoch cache
-            # answers). A follower whose last record is from such an epoch, the lone LeaderChange of
-            # a split election, is then told where to cut; an epoch of -1 would read on the wire as
-            # no divergence at all, and that follower would fetch the same offset forever.
-            return epoch, self.epochs[0][1]
-        return -1, self.log_start
+        """KafkaMetadataLog.endOffsetForEpoch: (largest epoch <= `epoch` in the log, offset where it ends).
+
+        The epoch cache's rule (`end_offset_for`), which answers an epoch older than the whole log
+        with that epoch, ending where the first one starts: a follower whose last record is from
+        such an epoch, the lone LeaderChange of a split election, is then told where to cut. Where
+        that start is the snapshot's end, an epoch below the snapshot's answers as the snapshot;
+        where the cache knows nothing, the log's end and last epoch answer.
+        """
+        found = end_offset_for(self.epochs, epoch, self.end_offset)
+        if found.offset == UNDEFINED_OFFSET:
+            return self.last_epoch, self.end_offset
+        snapshot = self.snapshot_id
+        if snapshot is not None and found.offset == snapshot.EndOffset and found.epoch < snapshot.Epoch:
+            return snapshot.Epoch, snapshot.EndOffset
+        return found.epoch, found.offset
 
     def validate_offset_and_epoch(self, offset: int, epoch: int) -> DivergingEpoch | SnapshotId | None:
         """ReplicatedLog.validateOffsetAndEpoch on the leader: None if a follower whose log ends at

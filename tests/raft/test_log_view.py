@@ -44,7 +44,8 @@ def test_a_local_snapshot_keeps_the_epoch_that_covers_the_new_log_start() -> Non
     view.delete_before(SnapshotId(4, 3))
     assert (view.log_start, view.end_offset, view.epochs) == (4, 6, [(3, 4), (5, 5)])
     assert view.end_offset_for_epoch(3) == (3, 5)
-    assert view.end_offset_for_epoch(2) == (2, 4)
+    # Older than the log, ending at the snapshot's end: the snapshot answers (KafkaMetadataLog).
+    assert view.end_offset_for_epoch(2) == (3, 4)
     assert view.epoch_at(3) == 3
 
 
@@ -53,6 +54,9 @@ def test_a_snapshot_of_the_whole_log_leaves_its_epoch_as_the_last() -> None:
     view.delete_before(SnapshotId(2, 2))
     assert (view.log_start, view.end_offset, view.epochs, view.last_epoch) == (2, 2, [], 2)
     assert view.end_offset_for_epoch(2) == (2, 2)
+    # No epoch known at all: the log's end and its last epoch answer (KafkaMetadataLog).
+    assert view.end_offset_for_epoch(1) == (2, 2)
+    assert LogView().end_offset_for_epoch(3) == (0, 0)
     installed = LogView()
     installed.install_snapshot(SnapshotId(7, 4))
     assert (installed.log_start, installed.end_offset, installed.last_epoch) == (7, 7, 4)
