@@ -172,12 +172,13 @@ class DataPlaneHandlers:
                 )
             )
 
-        reads = await read_all()
-        total = sum(len(r.records) for r in reads)
-        quiet = all(r.error is Errors.NONE and r.diverging is None for r in reads)
-        if wanted and quiet and total < max(req.MinBytes, 1) and req.MaxWaitMs > 0:
-            keys = [k for key, index, _, _ in wanted if (k := self.replicas.key_of(key, index)) is not None]
-            if await self.replicas.fetch_waiters.wait_any(keys, req.MaxWaitMs / 1000):
+        keys = [k for key, index, _, _ in wanted if (k := self.replicas.key_of(key, index)) is not None]
+        with self.replicas.fetch_waiters.watch(keys) as watch:
+            reads = await read_all()
+            total = sum(len(r.records) for r in reads)
+            quiet = all(r.error is Errors.NONE and r.diverging is None for r in reads)
+            waits = wanted and quiet and total < max(req.MinBytes, 1) and req.MaxWaitMs > 0
+            if waits and await watch.wait(req.MaxWaitMs / 1000):
                 reads = await read_all()
 
         R = FetchResponse

@@ -90,23 +90,57 @@ class FetchWaiters:
         for key in list(self._waiting):
             self.notify(key)
 
+    def watch(self, keys: Iterable[Hashable]) -> FetchWatch:
+        """Watch `keys` from now on. A fetch watches before it reads: an append that lands
+        between its read and its wait then still wakes it (Kafka's tryCompleteElseWatch tries
+        again once watching, for the same reason). Close the watch when done with it."""
+        return FetchWatch(self, keys)
+
     async def wait_any(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
         """Wait until one of `keys` is notified (True) or `timeout_s` passes (False)."""
+        with self.watch(keys) as watch:
+            return await watch.wait(timeout_s)
+
+    def _forget(self, keys: list[Hashable], fut: asyncio.Future[None]) -> None:
+        for key in keys:
+            waiting = self._waiting.get(key)
+            if waiting is not None:
+                waiting.discard(fut)
+                if not waiting:
+                    del self._waiting[key]
+
+
+class FetchWatch:
+    """One fetch's watch on its partitions: notified once any of them is."""
+
+    def __init__(self, waiters: FetchWaiters, keys: Iterable[Hashable]) -> None:
+        self._waiters = waiters
+        self._keys = list(keys)
+        self._fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        for key in self._keys:
+            waiters._waiting.setdefault(key, set()).add(self._fut)
+
+    @property
+    def notified(self) -> bool:
+        return self._fut.done()
+
+    async def wait(self, timeout_s: float) -> bool:
+        """True once notified (at once if it already was), False when `timeout_s` passes first."""
+        if self._fut.done():
+            return True
         if timeout_s <= 0:
             return False
-        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        wanted = list(keys)
-        for key in wanted:
-            self._waiting.setdefault(key, set()).add(fut)
         try:
-            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+            await asyncio.wait_for(asyncio.shield(self._fut), timeout_s)
             return True
         except TimeoutError:
             return False
-        finally:
-            for key in wanted:
-                waiting = self._waiting.get(key)
-                if waiting is not None:
-                    waiting.discard(fut)
-                    if not waiting:
-                        del self._waiting[key]
+
+    def close(self) -> None:
+        self._waiters._forget(self._keys, self._fut)
+
+    def __enter__(self) -> FetchWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

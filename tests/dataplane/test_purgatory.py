@@ -40,3 +40,14 @@ async def test_fetch_waiters_wake_on_any_partition() -> None:
     waiters.notify("b")
     assert await task
     assert not await waiters.wait_any(["a"], 0.01)
+
+
+async def test_a_watch_keeps_a_notify_that_came_before_its_wait() -> None:
+    waiters = FetchWaiters()
+    with waiters.watch(["a", "b"]) as watch:
+        waiters.notify("a")  # while the fetch is still reading
+        assert watch.notified
+        assert await watch.wait(0)
+    with waiters.watch(["a"]) as quiet:
+        assert not await quiet.wait(0.01)
+    assert waiters._waiting == {}  # closed watches leave nothing behind

@@ -335,6 +335,28 @@ async def test_long_poll_wakes_on_append(plane: tuple[DataPlane, Host]) -> None:
     assert [r.value for r in read_records("t", 0, got.Records, 0)] == [b"now"]
 
 
+async def test_an_append_while_the_fetch_reads_wakes_it(plane: tuple[DataPlane, Host]) -> None:
+    """The append lands after the fetch read its partition and before it waits (a read is an
+    executor hop, so under load it often does): the fetch answers with it at once instead of
+    sleeping through its MaxWaitMs with the data there (Kafka's tryCompleteElseWatch)."""
+    dp, _ = plane
+    replicas = dp.api.replicas
+    read = replicas.read
+    appended: list[int] = []
+
+    async def read_then_append(*args: Any, **kwargs: Any) -> Any:
+        found = await read(*args, **kwargs)
+        if not appended:
+            appended.append((await produce(dp, batch([b"meanwhile"]), acks=1)).ErrorCode)
+        return found
+
+    replicas.read = read_then_append  # type: ignore[method-assign]
+    # Without the watch taken before the read, this waits out its 60 s and the guard fails it.
+    got = await asyncio.wait_for(fetch(dp, 0, replica=2, epoch=0, wait_ms=60_000), 30)
+    assert appended == [0]
+    assert [r.value for r in read_records("t", 0, got.Records, 0)] == [b"meanwhile"]
+
+
 async def test_list_offsets_metadata_and_log_dirs(plane: tuple[DataPlane, Host]) -> None:
     dp, _ = plane
     await produce(dp, batch([b"a", b"b"]), partition=1, acks=1)
