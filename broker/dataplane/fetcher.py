@@ -162,6 +162,17 @@ class ReplicaFetcher:
         return self._client
 
     async def _run(self) -> None:
+        while True:
+            await self._fetch_while_following()
+            client, self._client = self._client, None
+            if client is not None:
+                await client.close()
+            # A partition added while the client closed found this task still running and
+            # started no other: it is carried from here.
+            if not self.partitions:
+                return
+
+    async def _fetch_while_following(self) -> None:
         backoff_ms = self.manager.settings.fetch_backoff_ms
         while self.partitions:
             now = now_ms()
@@ -206,9 +217,6 @@ class ReplicaFetcher:
                     if fs is not None:
                         work.append(self._handle(fs, pd))
             await asyncio.gather(*work)
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
     async def _fetch_unless_joined(self, url: str, req: FetchRequest) -> FetchResponse | None:
         """The leader's answer, or None when a partition joined first (the fetch is dropped: what

@@ -115,3 +115,66 @@ async def test_a_partition_that_joins_does_not_wait_for_the_long_poll_of_the_oth
         assert asked == [{0}, {0, 1}]
     finally:
         await fetcher.stop()
+
+
+async def test_a_partition_added_while_the_last_one_leaves_is_still_fetched() -> None:
+    """The fetcher's task ends when its last partition leaves, closing its client on the way out; a
+    partition added during that close (the metadata moving one partition away and another here) is
+    fetched, not left with no task to carry it."""
+    import asyncio
+
+    from broker.dataplane.hosted_partition import HostedPartition
+    from broker.dataplane.partition import Partition
+    from kraftpy.image import TopicIdPartition
+    from protocol.rpc.broker_fetch import FetchResponse
+
+    asked: list[set[int]] = []
+    closing = asyncio.Event()
+    release = asyncio.Event()
+
+    class Leader:
+        async def call(self, api: str, req: object, version: int | None = None, **_: object) -> FetchResponse:
+            asked.append({p.Partition for t in req.Topics for p in t.Partitions})  # type: ignore[attr-defined]
+            await asyncio.sleep(0.05)
+            return FetchResponse()
+
+        async def close(self) -> None:
+            closing.set()
+            await release.wait()
+
+    host = manager(0, None)
+    host.broker_epoch = 1
+
+    async def on_local_dir(hp: object, fn: object, *args: object) -> tuple[int, int]:
+        return 0, -1
+
+    host.on_local_dir = on_local_dir
+    fetcher = ReplicaFetcher(host, 2)  # type: ignore[arg-type]
+
+    def client_for(url: str) -> Leader:
+        fetcher._client = fetcher._client or Leader()  # type: ignore[assignment]
+        return fetcher._client  # type: ignore[return-value]
+
+    fetcher._client_for = client_for  # type: ignore[assignment,method-assign]
+    topic = Uuid.random()
+
+    def hosted(p: int) -> HostedPartition:
+        tp = TopicIdPartition(topic, "t", p)
+        return HostedPartition(tp, Partition(tp, 1), local=SimpleNamespace(log=None))  # type: ignore[arg-type]
+
+    async def asked_for(p: int) -> None:
+        while not any(p in a for a in asked):
+            await asyncio.sleep(0.01)
+
+    try:
+        first = hosted(0)
+        fetcher.add(first, 3)
+        await asyncio.wait_for(asked_for(0), 5)
+        fetcher.remove(first.key)
+        await asyncio.wait_for(closing.wait(), 5)
+        fetcher.add(hosted(1), 3)
+        release.set()
+        await asyncio.wait_for(asked_for(1), 5)
+    finally:
+        release.set()
+        await fetcher.stop()
