@@ -33,11 +33,16 @@ from controller.zk.sender import BrokerSender
 from controller.zk.wire import RequestWire
 from kraftpy.zookeeper import ZkBadVersionError, ZkClient, ZkError
 from protocol import znodes
+from protocol.errors import Errors, KafkaError
 
 log = structlog.get_logger("controller.zk")
 
 
 Event = Callable[[], Awaitable[None]]
+
+
+def _resigned() -> KafkaError:
+    return KafkaError(Errors.NOT_CONTROLLER, "the controller resigned before the request was handled")
 
 
 class ZkControllerShell:
@@ -77,6 +82,8 @@ class ZkControllerShell:
         self._events: asyncio.Queue[Event] = asyncio.Queue()
         self._senders: dict[int, BrokerSender] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._asks: set[asyncio.Future[Any]] = set()
+        """Requests from brokers waiting for their event to run."""
 
     # ---- lifecycle -----------------------------------------------------------------------------
 
@@ -110,6 +117,9 @@ class ZkControllerShell:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
+        for ask in self._asks:
+            if not ask.done():
+                ask.set_exception(_resigned())
         for s in self._senders.values():
             await s.stop()
         self._senders.clear()
@@ -135,18 +145,39 @@ class ZkControllerShell:
         )
 
     async def _ask(self, op: Callable[[], ZkControllerResult], answer: Callable[[Any], Any]) -> Any:
+        """Run `op` as an event in turn with the watches, and answer once its writes landed. Every
+        way out answers: a failed event with its error, a resignation with NOT_CONTROLLER, so a
+        broker's AlterPartition or ControlledShutdown never waits out its own timeout."""
+        if not self.active:
+            raise KafkaError(Errors.NOT_CONTROLLER, "this broker is no longer the controller")
         done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._asks.add(done)
 
         async def event() -> None:
-            result = op()
-            ok = await self._apply(result)
+            try:
+                result = op()
+                ok = await self._apply(result)
+                response = answer(result.response) if ok else None
+            except BaseException as e:
+                if not done.done():
+                    done.set_exception(e if isinstance(e, Exception) else _resigned())
+                raise
             if not done.done():
-                done.set_result(answer(result.response) if ok else None)
+                done.set_result(response)
 
         self._enqueue(event)
-        response = await done
+        try:
+            response = await done
+        except ZkError as e:
+            raise KafkaError(Errors.UNKNOWN_SERVER_ERROR, f"ZooKeeper refused the write: {e.message}") from e
+        finally:
+            self._asks.discard(done)
         if response is None:
-            raise RuntimeError("the controller's write was refused")
+            if not self.active:
+                raise _resigned()
+            raise KafkaError(
+                Errors.UNKNOWN_SERVER_ERROR, "the partition state changed in ZooKeeper under the write"
+            )
         return response
 
     # ---- events --------------------------------------------------------------------------------
