@@ -38,11 +38,26 @@ class Flag:
                 self._event.set()
 
     async def wait(self) -> bool:
+        """True once set, or False when `wake()` gave up on it first."""
         if self._value:
             return True
         if self._event is None:
             self._event = asyncio.Event()
-        return await self._event.wait()
+        await self._event.wait()
+        return self._value
+
+    def clear(self) -> None:
+        """Unset; anyone already waiting on it keeps waiting for the next `set()`."""
+        if self._value:
+            self._value = False
+            self._event = None  # set, and so released everyone who waited on it
+
+    def wake(self) -> None:
+        """Release those waiting without setting it: what they waited for will not come this time
+        (the dir failed under the create), and they look again at why."""
+        if self._event is not None and not self._value:
+            self._event.set()
+            self._event = None
 
 
 class HostedLog:
@@ -76,7 +91,9 @@ class HostedLog:
             raise self.offline_error()
         if self._log is not None:
             return self._log
-        await self.created.wait()
+        while not await self.created.wait():
+            if not self.online or self.log_dir is None:
+                raise self.offline_error()
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -111,4 +128,5 @@ class HostedLog:
     def go_offline(self, reason: str) -> PartitionLog | None:
         self.online = False
         self.offline_reason = reason
+        self.created.wake()
         return self.take_log()

@@ -37,7 +37,7 @@ from broker.core.assignments import AssignmentsManager
 from broker.core.local_logs import FoundLog
 from broker.core.log_placement import LogPlacement, Plan
 from broker.core.partition_state import PartitionState
-from broker.hosted_log import Flag, HostedLog
+from broker.hosted_log import HostedLog
 from broker.log_dir_failure import LogDirFailure
 from broker.storage import LogConfig, LogDirOfflineError, PartitionLog
 from broker.storage.dir_names import TopicPartition, log_dir_name
@@ -230,7 +230,7 @@ class LogManager:
                     self._close_later([hp.take_log()])
                     hp.log_dir = where
                     hp.online = True
-                    hp.created = Flag()
+                    hp.created.clear()
                     if key not in not_ready:
                         hp.created.set()
             if where is None:
@@ -315,6 +315,12 @@ class LogManager:
                 [(t.topic_name, t.partition, t.topic_id) for t in chunk],
             )
             if done is None:
+                # Not created this time (the dir failed, or the process is out of descriptors):
+                # whoever waits for these logs (a LeaderAndIsr answer, a first read) hears it now.
+                for tp in tps[i:]:
+                    hp = self.partitions.get((tp.topic_id, tp.partition))
+                    if hp is not None:
+                        hp.created.wake()
                 return
             with collector_paused():
                 due: list[tuple[TopicIdPartition, Uuid]] = []

@@ -148,13 +148,15 @@ class ZkBrokerApis:
             return _leader_and_isr_response(req, version, Errors.NONE, errors)
 
     async def _placed(self, st: PartitionState) -> Errors:
-        """NONE once the replica's log is open here; KAFKA_STORAGE_ERROR when it is offline."""
+        """NONE once the replica's log is open here (or still being created on a slow disk);
+        KAFKA_STORAGE_ERROR when it is offline or its creation failed."""
         hp = self.log_manager.get_partition(st.topic_id, st.partition)
         if hp is None:
             return Errors.KAFKA_STORAGE_ERROR
         if hp.online and not hp.created.is_set():
             try:
-                await asyncio.wait_for(hp.created.wait(), CREATE_WAIT_S)
+                if not await asyncio.wait_for(hp.created.wait(), CREATE_WAIT_S):
+                    return Errors.KAFKA_STORAGE_ERROR
             except TimeoutError:
                 pass
         return Errors.NONE if hp.online else Errors.KAFKA_STORAGE_ERROR

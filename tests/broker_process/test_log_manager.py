@@ -170,3 +170,54 @@ async def test_strays_are_moved_aside_and_unhosted_replicas_deleted(tmp_path: Pa
     finally:
         await rig.log_manager.stop()
         rig.close()
+
+
+async def test_a_dir_failing_while_it_creates_logs_answers_those_waiting_for_them(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first read (or a LeaderAndIsr answer) waits for its log to be created; when the dir fails
+    under the create, it hears KAFKA_STORAGE_ERROR at once instead of waiting for ever."""
+    from broker import partition_dirs
+
+    victim = rig.paths[0]
+    create = partition_dirs.create_partitions
+
+    def create_or_fail(path: Path, *args: object) -> object:
+        if path == victim:
+            raise OSError(errno.EIO, "Input/output error")
+        return create(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(partition_dirs, "create_partitions", create_or_fail)
+    rig.publish(six())  # type: ignore[arg-type]
+    hosted = [rig.log_manager.get_partition(TOPIC_A, p) for p in range(6)]
+    assert all(hp is not None and not hp.created.is_set() for hp in hosted)
+    reads = [asyncio.ensure_future(hp.log()) for hp in hosted]  # type: ignore[union-attr]
+    _, pending = await asyncio.wait(reads, timeout=5)
+    assert not pending, "every read of a log being created is answered"
+    assert rig.failed == [IDS[0]]
+    failed = [r for r in reads if r.exception() is not None]
+    assert len(failed) == 2
+    for r in failed:
+        e = r.exception()
+        assert isinstance(e, KafkaError) and e.code == Errors.KAFKA_STORAGE_ERROR
+    assert all(r.result().log_end_offset == 0 for r in reads if r.exception() is None)
+
+
+async def test_a_created_flag_cleared_for_a_new_dir_keeps_its_waiters() -> None:
+    """A replica placed in another dir is created again there: who waited for the first create
+    waits for the second; a wake releases them unset."""
+    from broker.hosted_log import Flag
+
+    flag = Flag()
+    waiting = asyncio.ensure_future(flag.wait())
+    await asyncio.sleep(0)
+    flag.clear()
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    flag.set()
+    assert await asyncio.wait_for(waiting, 5) is True
+    flag.clear()
+    waiting = asyncio.ensure_future(flag.wait())
+    await asyncio.sleep(0)
+    flag.wake()
+    assert await asyncio.wait_for(waiting, 5) is False and not flag.is_set()
