@@ -19,6 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
+from kraftpy.log.epoch_cache import OffsetAndEpoch
+from kraftpy.log.epoch_cache import truncation_offset as epoch_truncation_offset
 from protocol.errors import Errors
 from protocol.rpc.fetch import FetchRequest, FetchResponse, SnapshotIdData
 from protocol.rpc.fetch_snapshot import FetchSnapshotRequest, FetchSnapshotResponse
@@ -71,13 +73,13 @@ FetchOutcome = Append | Truncate | LoadSnapshot | Retry
 
 
 def truncation_offset(diverging_epoch: int, diverging_end_offset: int, log: LogPosition) -> int:
-    """Where to cut the local log for a DivergingEpoch (ReplicatedLog.truncateToEndOffset)."""
-    if diverging_epoch == 0:
-        return min(diverging_end_offset, log.log_end_offset)
+    """Where to cut the local log for a DivergingEpoch: the epoch cache's rule on this log."""
     local_end, local_epoch = log.end_offset_for_epoch(diverging_epoch)
-    if local_epoch == diverging_epoch:
-        return min(local_end, diverging_end_offset)
-    return local_end
+    return epoch_truncation_offset(
+        OffsetAndEpoch(diverging_end_offset, diverging_epoch),
+        OffsetAndEpoch(local_end, local_epoch),
+        log.log_end_offset,
+    )
 
 
 class MetadataFetchState:

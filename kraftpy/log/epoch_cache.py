@@ -117,3 +117,16 @@ def end_offset_for(
     if higher == 0:
         return OffsetAndEpoch(entries[0][1], requested_epoch)
     return OffsetAndEpoch(entries[higher][1], entries[higher - 1][0])
+
+
+def truncation_offset(diverging: OffsetAndEpoch, local: OffsetAndEpoch, log_end_offset: int) -> int:
+    """ReplicatedLog.truncateToEndOffset: where a metadata-log follower cuts its log when the leader
+    answers a fetch with DivergingEpoch `diverging`; `local` is our own endOffsetForEpoch of that
+    epoch. The leader's end of the epoch where we have it too, else our end of the largest epoch
+    below it (the next fetch narrows it further); epoch 0, which no election made, is cut at the
+    leader's end. One rule for the controllers' Raft and the brokers' metadata fetch."""
+    if diverging.epoch == 0:
+        return min(diverging.offset, log_end_offset)
+    if local.epoch == diverging.epoch:
+        return min(local.offset, diverging.offset)
+    return local.offset

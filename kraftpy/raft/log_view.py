@@ -10,7 +10,7 @@ import bisect
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from kraftpy.log.epoch_cache import UNDEFINED_OFFSET, end_offset_for
+from kraftpy.log.epoch_cache import UNDEFINED_OFFSET, OffsetAndEpoch, end_offset_for, truncation_offset
 from kraftpy.raft.messages import DivergingEpoch, Entry, Snapshot, SnapshotId
 
 
@@ -79,11 +79,14 @@ class LogView:
         return None
 
     def truncation_offset(self, diverging: DivergingEpoch) -> int:
-        """ReplicatedLog.truncateToEndOffset on the follower: to the leader's end of the epoch if we have
-        that epoch, else to our own end of the largest epoch below it; the next fetch narrows it further.
-        Never below the log start: what a snapshot covers is committed."""
+        """ReplicatedLog.truncateToEndOffset on the follower (the epoch cache's rule), never below the
+        log start: what a snapshot covers is committed."""
         local_epoch, local_end = self.end_offset_for_epoch(diverging.Epoch)
-        target = min(diverging.EndOffset, local_end) if local_epoch == diverging.Epoch else local_end
+        target = truncation_offset(
+            OffsetAndEpoch(diverging.EndOffset, diverging.Epoch),
+            OffsetAndEpoch(local_end, local_epoch),
+            self.end_offset,
+        )
         return max(target, self.log_start)
 
     def append(self, entries: tuple[Entry, ...]) -> None:

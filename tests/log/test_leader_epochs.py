@@ -35,3 +35,21 @@ def test_leader_epoch_checkpoint_parsing(tmp_path: Path) -> None:
     assert parse_leader_epoch_checkpoint("0\n2\n1 0\n2 165\n") == [EpochEntry(1, 0), EpochEntry(2, 165)]
     with pytest.raises(LogError, match="header says 3 entries"):
         parse_leader_epoch_checkpoint("0\n3\n1 0\n", tmp_path / "x")
+
+
+@pytest.mark.parametrize(
+    ("diverging", "local", "log_end", "expected"),
+    [
+        ((50, 3), (60, 3), 70, 50),  # the epoch is ours too: the smaller of the two ends
+        ((80, 3), (60, 3), 70, 60),
+        ((50, 3), (70, 2), 70, 70),  # not ours: our end of the largest epoch below it
+        ((10, 0), (40, 0), 90, 10),  # epoch 0: the leader's end, whatever ours says
+        ((95, 0), (40, 0), 90, 90),
+    ],
+)
+def test_truncation_offset_is_replicated_logs_truncate_to_end_offset(
+    diverging: tuple[int, int], local: tuple[int, int], log_end: int, expected: int
+) -> None:
+    from kraftpy.log.epoch_cache import OffsetAndEpoch, truncation_offset
+
+    assert truncation_offset(OffsetAndEpoch(*diverging), OffsetAndEpoch(*local), log_end) == expected
