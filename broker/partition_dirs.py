@@ -7,7 +7,9 @@ else means a bad file, never a bad disk.
 from __future__ import annotations
 
 import os
+import resource
 import shutil
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +19,7 @@ from broker.core.local_logs import FoundLog, LogKind
 from broker.storage import CorruptCheckpointError, InconsistentTopicIdError
 from broker.storage.dir_names import (
     DirKind,
+    PartitionDirName,
     TopicPartition,
     delete_dir_name,
     log_dir_name,
@@ -49,9 +52,14 @@ def scan(log_dir: LogDir) -> list[FoundLog]:
 
     A missing or unreadable partition.metadata gives topic_id None (a stray, field bug 20).
     """
+    return read_found(log_dir, log_dir.list_partition_dirs())
+
+
+def read_found(log_dir: LogDir, entries: Sequence[PartitionDirName]) -> list[FoundLog]:
+    """`scan` for some of the dir's entries: a startup takes stock of a large dir in a few hops."""
     out: list[FoundLog] = []
     root = str(log_dir.path)
-    for entry in log_dir.list_partition_dirs():
+    for entry in entries:
         kind = _KINDS[entry.kind]
         topic_id: Uuid | None = None
         if kind in (LogKind.LOG, LogKind.FUTURE):
@@ -70,6 +78,17 @@ def scan(log_dir: LogDir) -> list[FoundLog]:
             )
         )
     return out
+
+
+def timed_read_found(log_dir: LogDir, entries: Sequence[PartitionDirName]) -> tuple[list[FoundLog], float]:
+    """`read_found`, with the seconds per entry this thread spent outside Python (in the kernel or
+    waiting on the disk): a few microseconds when the files are in the page cache, ten times
+    that and more when the reads go to the disk, and that part threads can share."""
+    wall, user = time.perf_counter(), resource.getrusage(resource.RUSAGE_THREAD).ru_utime
+    found = read_found(log_dir, entries)
+    wall = time.perf_counter() - wall
+    user = resource.getrusage(resource.RUSAGE_THREAD).ru_utime - user
+    return found, max(wall - user, 0.0) / max(len(entries), 1)
 
 
 def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -> list[tuple[str, int]]:
