@@ -221,3 +221,42 @@ async def test_a_created_flag_cleared_for_a_new_dir_keeps_its_waiters() -> None:
     await asyncio.sleep(0)
     flag.wake()
     assert await asyncio.wait_for(waiting, 5) is False and not flag.is_set()
+
+
+def thirty() -> object:
+    return image_of(topic("a", TOPIC_A), *[partition(TOPIC_A, p, [BROKER], [UNASSIGNED]) for p in range(30)])
+
+
+@pytest.mark.parametrize(("seconds_per_partition", "at_once"), [(30e-6, False), (600e-6, True)])
+async def test_dirs_create_one_chunk_at_a_time_until_their_disks_set_the_pace(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch, seconds_per_partition: float, at_once: bool
+) -> None:
+    """Creating partition dirs is GIL-bound where fsyncs cost nothing (tmpfs): one dir's chunk at a
+    time. Where a chunk shows the disk setting the pace, every dir creates at once."""
+    import threading
+    import time
+
+    from broker import log_manager as lm
+    from broker import partition_dirs
+
+    monkeypatch.setattr(lm, "CREATE_CHUNK", 1)
+    create = partition_dirs.create_partitions
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+
+    def timed(root: Path, names: list[tuple[str, int, Uuid]]) -> tuple[list[tuple[str, int]], float]:
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+        try:
+            time.sleep(0.02)
+            return create(root, names), seconds_per_partition
+        finally:
+            with lock:
+                running[0] -= 1
+
+    monkeypatch.setattr(partition_dirs, "timed_create_partitions", timed)
+    rig.publish(thirty())  # type: ignore[arg-type]
+    await rig.log_manager.wait_settled()
+    assert sum(1 for path in rig.paths for _ in path.iterdir()) == 30
+    assert (running[1] > 1) is at_once, f"at most {running[1]} dirs created at once"
