@@ -28,8 +28,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Callable, Iterable
-from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -55,9 +54,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("broker.log_manager")
 
 CREATE_CHUNK = 256
-CREATE_IO_BOUND_S = 100e-6
-"""Seconds per partition created above which the disk, not Python, sets the pace (tmpfs: ~30 us;
-a disk's two fsyncs per partition.metadata: 500 us and more)."""
 LIVES_IN = "the dir the replica lives in"
 """The reason of every assignment queued here: the replica and the dir are the assignment's own fields."""
 
@@ -90,8 +86,6 @@ class LogManager:
         self.image: MetadataImage | None = None
         self._plans: asyncio.Queue[Plan] = asyncio.Queue()
         self._busy = False
-        self._create_lane = asyncio.Lock()
-        self._creates_wait_on_disk = False
         self._settled = asyncio.Event()
         self._settled.set()
         self._worker: asyncio.Task[None] | None = None
@@ -314,8 +308,13 @@ class LogManager:
             return
         for i in range(0, len(tps), CREATE_CHUNK):
             chunk = tps[i : i + CREATE_CHUNK]
-            names = [(t.topic_name, t.partition, t.topic_id) for t in chunk]
-            if not await self._create_chunk(dir_id, ld.path, names):
+            done = await self._on_dir(
+                dir_id,
+                partition_dirs.create_partitions,
+                ld.path,
+                [(t.topic_name, t.partition, t.topic_id) for t in chunk],
+            )
+            if done is None:
                 # Not created this time (the dir failed, or the process is out of descriptors):
                 # whoever waits for these logs (a LeaderAndIsr answer, a first read) hears it now.
                 for tp in tps[i:]:
@@ -338,25 +337,6 @@ class LogManager:
                 after_load(len(chunk))
             self.on_logs_changed(chunk)
             self.on_change()
-
-    async def _create_chunk(self, dir_id: Uuid, path: Path, names: list[tuple[str, int, Uuid]]) -> bool:
-        """Create these partition dirs in `dir_id`; False when they were not (see `_on_dir`).
-
-        One dir's chunk at a time while Python sets the pace: dirs' threads creating at once
-        fought over the GIL (100,000 on tmpfs: 5-7 s against 3.5 s one after another). Once a
-        chunk shows the disk's fsyncs setting the pace, every dir creates at once from then on.
-        """
-        if self._creates_wait_on_disk:
-            done = await self._on_dir(dir_id, partition_dirs.timed_create_partitions, path, names)
-        else:
-            async with self._create_lane:
-                done = await self._on_dir(dir_id, partition_dirs.timed_create_partitions, path, names)
-        if done is None:
-            return False
-        _, took_s = cast(tuple[list[tuple[str, int]], float], done)
-        if took_s > CREATE_IO_BOUND_S:
-            self._creates_wait_on_disk = True
-        return True
 
     async def _delete(self, dir_id: Uuid, name: str) -> None:
         ld = self.log_dirs.get(dir_id)

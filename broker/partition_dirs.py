@@ -106,16 +106,6 @@ def create_partitions(root: Path, partitions: Sequence[tuple[str, int, Uuid]]) -
     return done
 
 
-def timed_create_partitions(
-    root: Path, partitions: Sequence[tuple[str, int, Uuid]]
-) -> tuple[list[tuple[str, int]], float]:
-    """`create_partitions`, with the seconds per partition it took: tens of microseconds when the
-    fsyncs cost nothing (tmpfs) and Python sets the pace, hundreds on a disk."""
-    start = time.perf_counter()
-    done = create_partitions(root, partitions)
-    return done, (time.perf_counter() - start) / max(len(partitions), 1)
-
-
 def _create_all(base: str, partitions: Sequence[tuple[str, int, Uuid]], done: list[tuple[str, int]]) -> None:
     for topic, partition, topic_id in partitions:
         path = os.path.join(base, log_dir_name(TopicPartition(topic, partition)))
