@@ -32,6 +32,18 @@ def manager(protocol: int, peer_ssl: ssl.SSLContext | None) -> SimpleNamespace:
     )
 
 
+def following_host() -> SimpleNamespace:
+    """A replica manager whose local logs are all empty: every partition fetches from offset 0."""
+    host = manager(0, None)
+    host.broker_epoch = 1
+
+    async def on_local_dir(hp: object, fn: object, *args: object) -> tuple[int, int]:
+        return 0, -1
+
+    host.on_local_dir = on_local_dir
+    return host
+
+
 @pytest.mark.parametrize(("protocol", "scheme"), [(1, "https"), (3, "https"), (0, "http"), (2, "http")])
 async def test_the_leader_is_dialled_as_it_registered_its_listener(protocol: int, scheme: str) -> None:
     ctx = ssl.create_default_context()
@@ -91,14 +103,7 @@ async def test_a_partition_that_joins_does_not_wait_for_the_long_poll_of_the_oth
         async def close(self) -> None:
             pass
 
-    host = manager(0, None)
-    host.broker_epoch = 1
-
-    async def on_local_dir(hp: object, fn: object, *args: object) -> tuple[int, int]:
-        return 0, -1
-
-    host.on_local_dir = on_local_dir
-    fetcher = ReplicaFetcher(host, 2)  # type: ignore[arg-type]
+    fetcher = ReplicaFetcher(following_host(), 2)  # type: ignore[arg-type]
     fetcher._client_for = lambda url: Leader()  # type: ignore[assignment,method-assign,return-value]
     topic = Uuid.random()
 
@@ -142,14 +147,7 @@ async def test_a_partition_added_while_the_last_one_leaves_is_still_fetched() ->
             closing.set()
             await release.wait()
 
-    host = manager(0, None)
-    host.broker_epoch = 1
-
-    async def on_local_dir(hp: object, fn: object, *args: object) -> tuple[int, int]:
-        return 0, -1
-
-    host.on_local_dir = on_local_dir
-    fetcher = ReplicaFetcher(host, 2)  # type: ignore[arg-type]
+    fetcher = ReplicaFetcher(following_host(), 2)  # type: ignore[arg-type]
 
     def client_for(url: str) -> Leader:
         fetcher._client = fetcher._client or Leader()  # type: ignore[assignment]
