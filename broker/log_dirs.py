@@ -119,8 +119,10 @@ async def scan_dirs(
                     running.discard(t)
                     t.result()
     finally:
+        # A scan that failed takes the others down with it, and they are gone before this returns.
         for t in running:
             t.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
     return [f for i in sorted(results) for f in results[i]]
 
 
