@@ -47,16 +47,12 @@ _KINDS = {
 }
 
 
-def scan(log_dir: LogDir) -> list[FoundLog]:
-    """Every partition dir in `log_dir`, with the topic id from its partition.metadata.
+def read_found(log_dir: LogDir, entries: Sequence[PartitionDirName]) -> list[FoundLog]:
+    """These partition dirs of `log_dir` (from `list_partition_dirs`, all or a slice: a startup takes
+    stock of a large dir in a few hops), with the topic id from each one's partition.metadata.
 
     A missing or unreadable partition.metadata gives topic_id None (a stray, field bug 20).
     """
-    return read_found(log_dir, log_dir.list_partition_dirs())
-
-
-def read_found(log_dir: LogDir, entries: Sequence[PartitionDirName]) -> list[FoundLog]:
-    """`scan` for some of the dir's entries: a startup takes stock of a large dir in a few hops."""
     out: list[FoundLog] = []
     root = str(log_dir.path)
     for entry in entries:

@@ -14,7 +14,7 @@ from broker.core.local_logs import classify
 from broker.core.log_placement import LogPlacement
 from broker.core.partition_state import local_partition_states, partition_states
 from broker.log_manager import LogManager
-from broker.partition_dirs import scan
+from broker.partition_dirs import read_found
 from broker.storage import LogConfig
 from broker.storage.log_dir import LogDir
 from kraftpy.image import MetadataImage, TopicIdPartition
@@ -35,7 +35,7 @@ class Rig:
             prepare(self.paths)
         self.failed: list[Uuid] = []
         self.dirs = {d: LogDir(p, d, on_failure=self._failed) for d, p in zip(IDS, self.paths, strict=True)}
-        found = [f for ld in self.dirs.values() for f in scan(ld)]
+        found = [f for ld in self.dirs.values() for f in read_found(ld, ld.list_partition_dirs())]
         self.hosted = LogPlacement(
             BROKER, {d: str(ld.path) for d, ld in self.dirs.items()}, inventory=classify(found)
         )
