@@ -4,15 +4,19 @@ context for SSL, plain http otherwise; and a replica manager takes that context 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from broker.dataplane.fetcher import ReplicaFetcher
+from broker.dataplane.hosted_partition import HostedPartition
+from broker.dataplane.partition import Partition
 from broker.dataplane.replica_manager import _peer_ssl
 from broker.dataplane.settings import ReplicaSettings
 from kraftpy.config import KafkaConfig
+from kraftpy.image import TopicIdPartition
 from kraftpy.metadata.registration import BrokerRegistration, Endpoint
 from protocol.uuid import Uuid
 from tools.cluster.certs import create_ca, node_cert
@@ -42,6 +46,16 @@ def following_host() -> SimpleNamespace:
 
     host.on_local_dir = on_local_dir
     return host
+
+
+def partitions_of(topic: Uuid) -> Callable[[int], HostedPartition]:
+    """Partition `p` of `topic`, followed here (its local log is never read: the host answers for it)."""
+
+    def hosted(p: int) -> HostedPartition:
+        tp = TopicIdPartition(topic, "t", p)
+        return HostedPartition(tp, Partition(tp, 1), local=SimpleNamespace(log=None))  # type: ignore[arg-type]
+
+    return hosted
 
 
 @pytest.mark.parametrize(("protocol", "scheme"), [(1, "https"), (3, "https"), (0, "http"), (2, "http")])
@@ -82,9 +96,6 @@ async def test_a_partition_that_joins_does_not_wait_for_the_long_poll_of_the_oth
     a partition added meanwhile (a new leader after a failover) is fetched at once, with the others."""
     import asyncio
 
-    from broker.dataplane.hosted_partition import HostedPartition
-    from broker.dataplane.partition import Partition
-    from kraftpy.image import TopicIdPartition
     from protocol.rpc.broker_fetch import FetchResponse
 
     asked: list[set[int]] = []
@@ -105,11 +116,7 @@ async def test_a_partition_that_joins_does_not_wait_for_the_long_poll_of_the_oth
 
     fetcher = ReplicaFetcher(following_host(), 2)  # type: ignore[arg-type]
     fetcher._client_for = lambda url: Leader()  # type: ignore[assignment,method-assign,return-value]
-    topic = Uuid.random()
-
-    def hosted(p: int) -> HostedPartition:
-        tp = TopicIdPartition(topic, "t", p)
-        return HostedPartition(tp, Partition(tp, 1), local=SimpleNamespace(log=None))  # type: ignore[arg-type]
+    hosted = partitions_of(Uuid.random())
 
     try:
         fetcher.add(hosted(0), 3)
@@ -128,9 +135,6 @@ async def test_a_partition_added_while_the_last_one_leaves_is_still_fetched() ->
     fetched, not left with no task to carry it."""
     import asyncio
 
-    from broker.dataplane.hosted_partition import HostedPartition
-    from broker.dataplane.partition import Partition
-    from kraftpy.image import TopicIdPartition
     from protocol.rpc.broker_fetch import FetchResponse
 
     asked: list[set[int]] = []
@@ -154,11 +158,7 @@ async def test_a_partition_added_while_the_last_one_leaves_is_still_fetched() ->
         return fetcher._client  # type: ignore[return-value]
 
     fetcher._client_for = client_for  # type: ignore[assignment,method-assign]
-    topic = Uuid.random()
-
-    def hosted(p: int) -> HostedPartition:
-        tp = TopicIdPartition(topic, "t", p)
-        return HostedPartition(tp, Partition(tp, 1), local=SimpleNamespace(log=None))  # type: ignore[arg-type]
+    hosted = partitions_of(Uuid.random())
 
     async def asked_for(p: int) -> None:
         while not any(p in a for a in asked):
