@@ -34,6 +34,71 @@ def have(cmd: str) -> bool:
     return shutil.which(cmd) is not None
 
 
+# ---- running in parallel (pytest-xdist, `./dev test` uses `-n auto --dist loadgroup`) ----------------
+#
+# Tests that share the machine's devices (loop devices, mounts, network namespaces, the janitor's sweep)
+# or that start ZooKeeper, Java or whole clusters run one after another on one worker, in the "devices"
+# group; the tests on the local Spark session share that session in the "spark" group on another; every
+# other test is free to go wherever a worker is idle.
+
+DEVICE_FIXTURES = frozenset({"real_disks", "require_root", "zk_server"})
+DEVICE_DIRS = ("tests/system/", "tests/disk/")
+
+
+def xdist_group(item: pytest.Item) -> str | None:
+    """The group `item` must run in, or None when it may run beside anything."""
+    names = set(getattr(item, "fixturenames", ()))
+    path = item.nodeid
+    if (
+        names & DEVICE_FIXTURES
+        or path.startswith(DEVICE_DIRS)
+        or item.get_closest_marker("system") is not None
+        or (item.get_closest_marker("real") is not None and "spark" not in names)
+    ):
+        return "devices"
+    if "spark" in names:
+        return "spark"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks into the node ids
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set on xdist's workers, which collect
+        return
+    for item in items:
+        group = xdist_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+# Figures a test module adds up over its tests (`report_total`), printed at the end of the run; under
+# xdist each worker sends its own and the controlling process adds them.
+TOTALS: dict[str, dict[str, int]] = {}
+
+
+def report_total(section: str, name: str, value: int) -> None:
+    figures = TOTALS.setdefault(section, {})
+    figures[name] = figures.get(name, 0) + value
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        workeroutput["kraftpy_totals"] = TOTALS
+
+
+def pytest_testnodedown(node: object, error: object) -> None:
+    for section, figures in getattr(node, "workeroutput", {}).get("kraftpy_totals", {}).items():
+        for name, value in figures.items():
+            report_total(section, name, value)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    for section, figures in TOTALS.items():
+        terminalreporter.section(section)
+        terminalreporter.write_line(", ".join(f"{k}={v}" for k, v in figures.items()))
+
+
 @pytest.fixture(scope="session")
 def samples_dir() -> Path:
     """The real Kafka metadata samples, read in place from ../shared (never copied)."""

@@ -10,6 +10,7 @@ import os
 
 import pytest
 
+from tests.conftest import report_total
 from tests.raft.simulation import Simulation
 
 SEEDS = (
@@ -18,11 +19,9 @@ SEEDS = (
     else range(int(os.environ.get("RAFT_SIM_SCHEDULES", "10000")))
 )
 
-TOTALS: dict[str, int] = {}
-
 
 def record(name: str, value: int) -> None:
-    TOTALS[name] = TOTALS.get(name, 0) + value
+    report_total("raft simulation", name, value)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
