@@ -96,11 +96,6 @@ class FetchWaiters:
         again once watching, for the same reason). Close the watch when done with it."""
         return FetchWatch(self, keys)
 
-    async def wait_any(self, keys: Iterable[Hashable], timeout_s: float) -> bool:
-        """Wait until one of `keys` is notified (True) or `timeout_s` passes (False)."""
-        with self.watch(keys) as watch:
-            return await watch.wait(timeout_s)
-
     def _forget(self, keys: list[Hashable], fut: asyncio.Future[None]) -> None:
         for key in keys:
             waiting = self._waiting.get(key)

@@ -35,11 +35,16 @@ async def test_timeout_answers_request_timed_out_and_leaves_nothing_behind() -> 
 
 async def test_fetch_waiters_wake_on_any_partition() -> None:
     waiters = FetchWaiters()
-    task = asyncio.create_task(waiters.wait_any(["a", "b"], 5))
+
+    async def wait_any(keys: list[str], timeout_s: float) -> bool:
+        with waiters.watch(keys) as watch:
+            return await watch.wait(timeout_s)
+
+    task = asyncio.create_task(wait_any(["a", "b"], 5))
     await asyncio.sleep(0)
     waiters.notify("b")
     assert await task
-    assert not await waiters.wait_any(["a"], 0.01)
+    assert not await wait_any(["a"], 0.01)
 
 
 async def test_a_watch_keeps_a_notify_that_came_before_its_wait() -> None:
