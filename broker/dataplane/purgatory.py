@@ -22,15 +22,36 @@ Status = Callable[[int], Errors | None]
 """required offset -> the answer for a waiter needing it, or None to keep waiting."""
 
 
+PURGE_INTERVAL = 1000
+"""Waiters watched between two sweeps of timed-out ones (Kafka's purgatory.purge.interval.requests)."""
+
+
 class ProducePurgatory:
-    def __init__(self) -> None:
+    def __init__(self, purge_interval: int = PURGE_INTERVAL) -> None:
         self._waiting: dict[Hashable, list[tuple[int, int, asyncio.Future[Errors]]]] = {}
         self._seq = itertools.count()
+        self._purge_interval = purge_interval
+        self._since_purge = 0
 
     def watch(self, key: Hashable, required_offset: int) -> asyncio.Future[Errors]:
         fut: asyncio.Future[Errors] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiting.setdefault(key, []), (required_offset, next(self._seq), fut))
+        self._since_purge += 1
+        if self._since_purge >= self._purge_interval:
+            self.purge()
         return fut
+
+    def purge(self) -> None:
+        """Drop waiters already answered elsewhere (timed out): `check` pops them only when they reach
+        the head of their heap, which on a partition whose HW has stopped they never do."""
+        self._since_purge = 0
+        for key in list(self._waiting):
+            heap = [entry for entry in self._waiting[key] if not entry[2].done()]
+            if heap:
+                heapq.heapify(heap)
+                self._waiting[key] = heap
+            else:
+                del self._waiting[key]
 
     def check(self, key: Hashable, status: Status) -> int:
         """Complete waiters of `key` whose status is decided; returns how many completed."""

@@ -56,3 +56,17 @@ async def test_a_watch_keeps_a_notify_that_came_before_its_wait() -> None:
     with waiters.watch(["a"]) as quiet:
         assert not await quiet.wait(0.01)
     assert waiters._waiting == {}  # closed watches leave nothing behind
+
+
+async def test_timed_out_waiters_on_a_stuck_partition_are_swept() -> None:
+    purgatory = ProducePurgatory(purge_interval=10)
+    # The HW never moves: waiters time out behind one that still waits, so `check` never reaches them.
+    keeper = purgatory.watch("stuck", 1)
+    for offset in range(2, 102):
+        assert await wait_for_status(purgatory.watch("stuck", offset), 0) is Errors.REQUEST_TIMED_OUT
+        assert purgatory.check("stuck", lambda r: None) == 0
+    assert len(purgatory._waiting["stuck"]) <= 10  # 101 without the sweeps
+    assert len(purgatory) == 1
+    assert purgatory.check("stuck", lambda r: Errors.NONE) == 1
+    assert keeper.result() is Errors.NONE
+    assert purgatory.keys() == []
