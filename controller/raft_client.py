@@ -160,7 +160,7 @@ class RaftClient:
         self._driver: asyncio.Task[None] | None = None
         self._ticker: asyncio.Task[None] | None = None
         # Fetches with nothing to send wait here; an append or a high watermark move wakes them all.
-        self._parked: list[asyncio.Future[None]] = []
+        self._parked: set[asyncio.Future[None]] = set()
         self._tick_pending = False
         # When the core's next timer is due (RaftCore.next_tick_ms), as the last step left it.
         self._tick_due_ms = 0
@@ -541,11 +541,13 @@ class RaftClient:
 
     def _changed_waiter(self) -> asyncio.Future[None]:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._parked.append(fut)
+        self._parked.add(fut)
+        # A fetch that answers or times out first cancels its waiter: it leaves now, not at the next commit.
+        fut.add_done_callback(self._parked.discard)
         return fut
 
     def _wake_parked(self) -> None:
-        parked, self._parked = self._parked, []
+        parked, self._parked = self._parked, set()
         for fut in parked:
             if not fut.done():
                 fut.set_result(None)

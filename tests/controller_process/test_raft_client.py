@@ -227,6 +227,22 @@ async def test_shutdown_answers_a_waiting_fetch_at_once(open_client: OpenClient)
     assert resp.Records == b""
 
 
+async def test_a_fetch_that_times_out_leaves_no_waiter_behind(open_client: OpenClient) -> None:
+    raft = await open_client()
+    for _ in range(3):
+        resp = await raft.handle_fetch(
+            FetchRequest(
+                ClusterId=CLUSTER, CurrentLeaderEpoch=1, FetchOffset=1, LastFetchedEpoch=1, MaxWaitMs=50
+            ),
+            13,
+        )
+        assert resp.Records == b""
+    # Nothing was committed meanwhile, so no commit came to sweep the long polls' waiters away.
+    assert raft.high_watermark == 1
+    await asyncio.sleep(0)  # a cancelled future runs its done callbacks on the loop's next turn
+    assert raft.raft._parked == set()
+
+
 async def test_a_snapshot_written_through_the_client_is_offered_to_fetchers(
     open_client: OpenClient,
 ) -> None:
