@@ -36,10 +36,11 @@ def have(cmd: str) -> bool:
 
 # ---- running in parallel (pytest-xdist, `./dev test` uses `-n auto --dist loadgroup`) ----------------
 #
-# Tests that share the machine's devices (loop devices, mounts, network namespaces, the janitor's sweep)
-# or that start ZooKeeper, Java or whole clusters run one after another on one worker, in the "devices"
-# group; the tests on the local Spark session share that session in the "spark" group on another; every
-# other test is free to go wherever a worker is idle.
+# Tests that share the machine's devices (loop devices, mounts, network namespaces, the janitor's sweep),
+# the system scenarios, and the rest of the `real` tests (ZooKeeper, Java, root) run one after another
+# on one worker, in the "devices" group; the tests on the local Spark session share that session in the
+# "spark" group on another; every other test (processes on 127.0.0.1 with ports of their own included)
+# goes wherever a worker is idle.
 
 DEVICE_FIXTURES = frozenset({"real_disks", "require_root", "zk_server"})
 DEVICE_DIRS = ("tests/system/", "tests/disk/")
@@ -87,6 +88,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput["kraftpy_totals"] = TOTALS
 
 
+@pytest.hookimpl(optionalhook=True)  # xdist's hook: absent when run with -p no:xdist
 def pytest_testnodedown(node: object, error: object) -> None:
     for section, figures in getattr(node, "workeroutput", {}).get("kraftpy_totals", {}).items():
         for name, value in figures.items():
