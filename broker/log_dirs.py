@@ -94,36 +94,28 @@ async def scan_dirs(
     parallel: then the disks set the pace. A dir that hangs holds startup up either way.
     """
     io_bound = asyncio.Event()
-    results: dict[int, list[FoundLog]] = {}
-    waiting = list(enumerate(dirs))
-    running: set[asyncio.Future[None]] = set()
-
-    async def one(i: int, d: D) -> None:
-        results[i] = await scan_one(d, io_bound)
-
+    scans: list[asyncio.Future[list[FoundLog]]] = []
     try:
-        while waiting or running:
-            if io_bound.is_set() and waiting and running:
-                log.info("reading the log dirs left at once: their reads wait on the disk", dirs=len(waiting))
-            while waiting and (io_bound.is_set() or not running):
-                i, d = waiting.pop(0)
-                running.add(asyncio.ensure_future(one(i, d)))
-            switch = asyncio.ensure_future(io_bound.wait()) if waiting else None
-            done, _ = await asyncio.wait(
-                running if switch is None else {*running, switch}, return_when=asyncio.FIRST_COMPLETED
-            )
-            if switch is not None:
-                switch.cancel()
-            for t in done:
-                if t is not switch:
-                    running.discard(t)
-                    t.result()
+        for i, d in enumerate(dirs):
+            scans.append(asyncio.ensure_future(scan_one(d, io_bound)))
+            if io_bound.is_set():
+                continue
+            switch = asyncio.ensure_future(io_bound.wait())
+            await asyncio.wait({scans[-1], switch}, return_when=asyncio.FIRST_COMPLETED)
+            switch.cancel()
+            if scans[-1].done():
+                scans[-1].result()  # a failed scan ends the inventory before the next dir starts
+            elif i + 1 < len(dirs):
+                log.info(
+                    "reading the log dirs left at once: their reads wait on the disk", dirs=len(dirs) - i - 1
+                )
+        results = await asyncio.gather(*scans)
     finally:
         # A scan that failed takes the others down with it, and they are gone before this returns.
-        for t in running:
+        for t in scans:
             t.cancel()
-        await asyncio.gather(*running, return_exceptions=True)
-    return [f for i in sorted(results) for f in results[i]]
+        await asyncio.gather(*scans, return_exceptions=True)
+    return [f for found in results for f in found]
 
 
 def start_probes(dirs: list[LogDir], interval_ms: int, tasks: BrokerTasks) -> None:
