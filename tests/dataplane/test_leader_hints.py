@@ -171,3 +171,16 @@ async def test_a_leader_whose_metadata_is_behind_is_asked_again_without_a_metada
     assert calls == [("Produce", "h1"), ("Produce", "h1")]
     assert p.metadata.partition("t", 0).leader == 1  # an older hint moves nothing
     await p.close()
+
+
+async def test_a_leader_still_taking_over_is_asked_again_without_a_metadata_request() -> None:
+    """The broker the client's metadata names leader (1, epoch 4) answers NOT_LEADER_OR_FOLLOWER
+    naming itself at that epoch: its metadata moved while the produce was checked, and it is
+    becoming the leader. No new leader to go to, so ask it again shortly, not after the backoff
+    and a Metadata request."""
+    p, calls = await _producer(lambda _md: _answer(Errors.NOT_LEADER_OR_FOLLOWER, (1, 4)))
+    fut = await p.send("t", b"v", partition=0)
+    assert (await settled(fut)).offset == 7
+    assert calls == [("Produce", "h1"), ("Produce", "h1")]
+    assert p.stats["retries"] == 1 and p.stats["leader_hints"] == 0
+    await p.close()

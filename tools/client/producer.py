@@ -93,6 +93,8 @@ class _Batch:
     """The last answer named the partition's new leader (KIP-951): no backoff, no Metadata request."""
     sent_epoch: int = -1
     """The leader epoch the metadata gave when the batch was last sent."""
+    sent_leader: int = -1
+    """The broker the batch was last sent to."""
     behind: int = 0
     """Answers in a row from a leader whose metadata was older than ours (its hint named an older epoch)."""
 
@@ -385,9 +387,10 @@ class Producer:
                     0 < batch.behind <= LAGGING_LEADER_RETRIES
                     and self._leader_epoch(batch) <= batch.sent_epoch
                 ):
-                    # The broker our metadata names leader has not heard it is one yet (a produce
-                    # carries no leader epoch for it to answer UNKNOWN_LEADER_EPOCH): it is catching
-                    # up, so ask it again shortly rather than back off and ask for Metadata.
+                    # The broker our metadata names leader has not heard it is one yet, or is still
+                    # taking the leadership on (a produce carries no leader epoch for it to answer
+                    # UNKNOWN_LEADER_EPOCH): ask it again shortly rather than back off and ask for
+                    # Metadata.
                     await asyncio.sleep(LAGGING_LEADER_RETRY_MS / 1000)
                 elif self._leader_epoch(batch) <= batch.sent_epoch:
                     # As Kafka's producer: back off unless the partition has a new leader since the
@@ -396,6 +399,7 @@ class Producer:
                     await self._refresh_metadata(batch.topic)
             batch.attempts += 1
             batch.sent_epoch = self._leader_epoch(batch)
+            batch.sent_leader = self._leader_id(batch)
             url = self.metadata.leader_url(batch.topic, batch.partition)
             if url is None:
                 last = ClientError(
@@ -428,7 +432,13 @@ class Producer:
             if _TRACE is not None and (code is not Errors.NONE or batch.attempts > 1):
                 _trace(batch, sent_ms, url, code, hint)
             moved = hint is not None and code in (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
-            lagging = moved and 0 <= hint.LeaderEpoch < batch.sent_epoch
+            # Behind: its metadata names an older leader. Taking over: it names itself, at the epoch
+            # we sent for, but has not finished becoming the leader (its image moved between the
+            # check and the answer). Either way it is about to lead.
+            lagging = moved and (
+                0 <= hint.LeaderEpoch < batch.sent_epoch
+                or (hint.LeaderId == batch.sent_leader and hint.LeaderEpoch == batch.sent_epoch)
+            )
             batch.behind = batch.behind + 1 if lagging else 0
             if moved:
                 batch.resend_now = self.metadata.apply_leader_hint(
@@ -445,6 +455,10 @@ class Producer:
     def _leader_epoch(self, batch: _Batch) -> int:
         p = self.metadata.partition(batch.topic, batch.partition)
         return -1 if p is None else p.leader_epoch
+
+    def _leader_id(self, batch: _Batch) -> int:
+        p = self.metadata.partition(batch.topic, batch.partition)
+        return -1 if p is None else p.leader
 
     async def _refresh_metadata(self, topic: str) -> None:
         # One refresh at a time serves every partition that asked meanwhile.
@@ -578,8 +592,9 @@ def _partition_result(resp: ProduceResponse, batch: _Batch) -> tuple[Errors, int
 
 LAGGING_LEADER_RETRY_MS = 20
 LAGGING_LEADER_RETRIES = 5
-"""A leader whose metadata is behind ours is asked again every 20 ms, 5 times at most, before the
-usual backoff: brokers' metadata is normally tens of ms apart."""
+"""A leader whose metadata is behind ours, or that names itself but has not finished taking the
+leadership on, is asked again every 20 ms, 5 times at most, before the usual backoff: brokers'
+metadata is normally tens of ms apart."""
 
 TRACE_ENV = "KRAFTPY_PRODUCE_TRACE"
 _TRACE = os.environ.get(TRACE_ENV) or None
