@@ -52,8 +52,9 @@ T = TypeVar("T")
 
 
 def _append(mlog: MetadataLog, data: bytes) -> None:
+    # No fsync, as Kafka's observers: the batches are committed on the quorum already, and a broker
+    # that loses its unflushed tail fetches it again after recovery cuts it.
     mlog.append_raw_batches(data)
-    mlog.flush()
 
 
 def _replay(data: bytes, delta: MetadataDelta) -> int:

@@ -410,3 +410,28 @@ async def test_a_failed_cleaning_is_logged_and_counted_and_a_failed_disk_takes_t
     finally:
         await local.close()
         ld.close()
+
+
+async def test_fetched_batches_are_appended_without_an_fsync_and_survive_a_reopen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As Kafka's observers: what a broker fetches is committed on the quorum already, so its append
+    waits for no fsync (one per fetch on the metadata dir's thread, in front of that dir's appends).
+    Closing flushes; a lost tail is cut by recovery and fetched again."""
+    flushes: list[int] = []
+    flush = MetadataLog.flush
+    monkeypatch.setattr(MetadataLog, "flush", lambda self: (flushes.append(1), flush(self))[1])
+    config = MetadataLogConfig()
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        before = len(flushes)
+        await local.append_and_replay(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(5)), delta)
+        assert len(flushes) == before
+        image = delta.apply()
+    finally:
+        await local.close()
+        ld.close()
+    reloaded, _latest, _ = await _reopen(tmp_path, config)
+    assert reloaded.offset == image.offset
