@@ -10,7 +10,10 @@ Three runs of one real `kraftpy-broker` against a real `kraftpy-controller`:
 2. cold start on new disks: the broker stops, its 4 log dirs are wiped and formatted again (new
    directory ids), and it starts: from process start to unfenced it must create every replica
    again and have the controller record every one of them (KIP-858: fenced until then);
-3. warm restart: stop and start again with the data in place (nothing to report).
+3. warm restart: once the broker's metadata has caught up with the controller's (as a running
+   broker's has: one stopped the moment it is unfenced may still be fetching the records of its own
+   assignments, and would fetch and replay them at the restart), stop and start again with the data
+   in place (nothing to report).
 
 For each: seconds from process start to unfenced (the broker's own clock, from the start of
 `broker.main`; also from the end of imports and dir checks, and the wall clock from spawning the
@@ -189,6 +192,17 @@ class Bench:
             time.sleep(0.2)
         raise SystemExit(f"timed out waiting for {what}:\n{self.broker.log_tail(30)}")
 
+    def catch_up(self) -> int:
+        """Wait until the broker's metadata reaches the controller's committed end as it is now;
+        how many records it was behind."""
+        status, body = get_json(f"http://127.0.0.1:{self.cport}/healthz", timeout=5)
+        if status != 200 or not isinstance(body, dict):
+            raise SystemExit(f"the controller's /healthz answered {status}")
+        last = int(body["high_watermark"]) - 1
+        behind = max(0, last - int(self.health().get("metadata_offset", -1)))
+        self.wait(lambda h: h.get("metadata_offset", -1) >= last, "the broker's metadata caught up")
+        return behind
+
     def stop_broker(self) -> None:
         self.broker.terminate(timeout=120)
 
@@ -329,6 +343,7 @@ def main() -> int:
             "replicas_by_dir": h3["replicas"]["replicas_by_dir"],
         }
         dir_ids = bench.dir_ids()
+        results["cold_start_new_disks"]["records_behind_when_unfenced"] = bench.catch_up()
 
         bench.stop_broker()
         h4, wall4 = bench.start_broker("broker-warm", args.profile)
@@ -408,7 +423,9 @@ def _print(r: dict[str, Any]) -> None:
         f"  cold start on new disks: {cold['seconds_process_start_to_unfenced']} s from process start to unfenced "
         f"({cold['seconds_server_start_to_unfenced']} s after imports and dir checks, "
         f"{cold['seconds_spawn_to_unfenced_seen']} s spawn to seen running); "
-        f"{cold['requests']} requests, {cold['assignments']:,} assignments, {cold['msgpack_bytes']:,} bytes"
+        f"{cold['requests']} requests, {cold['assignments']:,} assignments, {cold['msgpack_bytes']:,} bytes; "
+        f"its metadata was {cold['records_behind_when_unfenced']:,} records behind the controller's then, "
+        "caught up before the warm restart's stop"
     )
     warm = r["warm_restart"]
     print(
