@@ -156,7 +156,7 @@ class LocalMetadataLog:
         return found.offset, found.epoch
 
     async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> int:
-        """Append (and fsync) on the dir's executor, then replay into `delta` on the replay thread;
+        """Append (no fsync, see `_append`) on the dir's executor, then replay into `delta` on the replay thread;
         returns how many records count towards a freeze (`kraftpy.heap.lasting`)."""
         assert self.log is not None
         await self.log_dir.run(_append, self.log, data)
@@ -245,11 +245,13 @@ class MetadataLoader:
     async def _append(self, data: bytes) -> None:
         assert self._delta is not None
         delta = self._delta
-        lasting_records = await self.local.append_and_replay(data, delta)
-        if self.local.snapshotter is not None:
-            self.local.snapshotter.on_applied(len(data))
-        # The new image and what the broker derives from it: objects per changed partition
+        # One pause from the replay to the freeze: with the collector back on in between, its next
+        # young pass would walk every object the replay made, just before after_load freezes them.
         with collector_paused():
+            lasting_records = await self.local.append_and_replay(data, delta)
+            if self.local.snapshotter is not None:
+                self.local.snapshotter.on_applied(len(data))
+            # The new image and what the broker derives from it: objects per changed partition
             self.image = delta.apply()
             self._delta = delta.next_delta(self.image)
             self.on_image(self.image, delta)

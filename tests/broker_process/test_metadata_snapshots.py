@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -12,9 +13,10 @@ from pathlib import Path
 import pytest
 from structlog.testing import capture_logs
 
-from broker.metadata_loader import LocalMetadataLog
+from broker.metadata_loader import LocalMetadataLog, MetadataLoader
 from broker.storage.errors import LogDirOfflineError
 from broker.storage.log_dir import LogDir
+from kraftpy.heap import LARGE
 from kraftpy.image import MetadataDelta, MetadataImage
 from kraftpy.metalog import LogError, MetadataLog, MetadataLogConfig, SnapshotId
 from kraftpy.metalog.files import PARTITION_DIR, parse_snapshot_file_name
@@ -435,3 +437,31 @@ async def test_fetched_batches_are_appended_without_an_fsync_and_survive_a_reope
         ld.close()
     reloaded, _latest, _ = await _reopen(tmp_path, config)
     assert reloaded.offset == image.offset
+
+
+async def test_no_collection_runs_between_a_fetched_batch_replay_and_its_freeze(tmp_path: Path) -> None:
+    """The objects a large fetched batch's replay makes are frozen when its image is applied; a
+    collector back on in between would walk every one of them first."""
+    config = MetadataLogConfig()
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    try:
+        loader = MetadataLoader(local, None, "cluster", 1, lambda image, delta: None)  # type: ignore[arg-type]
+        loader.start_from(await local.open())
+        gc.collect()
+        gc.callbacks.append(seen)
+        try:
+            await loader._append(build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(LARGE)))
+        finally:
+            gc.callbacks.remove(seen)
+        assert loader.image.offset >= LARGE
+        assert passes == []
+    finally:
+        await local.close()
+        ld.close()
