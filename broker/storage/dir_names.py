@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple
 
@@ -38,11 +37,14 @@ class DirKind(Enum):
 
 _SUFFIXED = re.compile(r"^(?P<tp>\S+)\.(?P<uid>[0-9a-f]{32})(?P<suffix>-future|-delete|-stray)$")
 _PARTITION = re.compile(r"^(?P<topic>\S+)-(?P<partition>\d+)$")
+_SUFFIXES = (DirKind.FUTURE.value, DirKind.DELETE.value, DirKind.STRAY.value)
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionDirName:
-    """A parsed partition dir name. For a `-delete` dir the topic may be a cut-short prefix."""
+class PartitionDirName(NamedTuple):
+    """A parsed partition dir name. For a `-delete` dir the topic may be a cut-short prefix.
+
+    A tuple rather than a frozen dataclass: a broker's start parses one per partition dir, and a
+    frozen dataclass's construction cost more than the parse."""
 
     name: str
     topic_partition: TopicPartition
@@ -73,15 +75,15 @@ def delete_dir_name(tp: TopicPartition, unique_id: str | None = None) -> str:
 
 def parse_partition_dir_name(name: str) -> PartitionDirName | None:
     """The partition a dir name stands for, or None when the name is not a partition dir."""
-    kind = DirKind.LOG
-    unique_id = None
-    base = name
-    if name.endswith((DirKind.FUTURE.value, DirKind.DELETE.value, DirKind.STRAY.value)):
+    if name.endswith(_SUFFIXES):
         m = _SUFFIXED.match(name)
         if m is None:
             return None
         base, unique_id, kind = m["tp"], m["uid"], DirKind(m["suffix"])
+    else:
+        base, unique_id, kind = name, None, DirKind.LOG
     m = _PARTITION.match(base)
     if m is None:
         return None
-    return PartitionDirName(name, TopicPartition(m["topic"], int(m["partition"])), kind, unique_id)
+    topic, partition = m.groups()
+    return PartitionDirName(name, TopicPartition(topic, int(partition)), kind, unique_id)
