@@ -187,6 +187,25 @@ def test_topic_deleted_and_recreated_under_the_same_name_in_one_delta() -> None:
     assert list(img.topics.topics_by_id) == [TOPIC_B]
 
 
+def test_a_topic_keeps_its_partitions_in_partition_order() -> None:
+    """New partitions, in whatever order they come, take their places; a change to an existing
+    one leaves the order as it was (an apply no longer sorts a topic's partitions every time)."""
+    img = replay(
+        MetadataImage.EMPTY, topic("a", TOPIC_A), partition(TOPIC_A, 2, [1]), partition(TOPIC_A, 0, [1])
+    )
+    assert list(img.topics.get_topic("a").partitions) == [0, 2]
+    img = replay(img, mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=2, Leader=-1))
+    assert list(img.topics.get_topic("a").partitions) == [0, 2]
+    assert img.topics.get_topic("a").partitions[2].leader == -1
+    img = replay(
+        img,
+        partition(TOPIC_A, 3, [1]),
+        mr.PartitionChangeRecord(TopicId=TOPIC_A, PartitionId=0, Leader=-1),
+        partition(TOPIC_A, 1, [1]),
+    )
+    assert list(img.topics.get_topic("a").partitions) == [0, 1, 2, 3]
+
+
 def test_partition_records_for_unknown_topics_or_partitions_fail() -> None:
     with pytest.raises(MetadataReplayError, match="PartitionRecord for unknown topic id"):
         replay(MetadataImage.EMPTY, partition(TOPIC_A, 0, [1]))
