@@ -155,11 +155,14 @@ class LocalMetadataLog:
         found = self.log.end_offset_for_epoch(epoch)
         return found.offset, found.epoch
 
-    async def append_and_replay(self, data: bytes, delta: MetadataDelta) -> int:
-        """Append (no fsync, see `_append`) on the dir's executor, then replay into `delta` on the replay thread;
-        returns how many records count towards a freeze (`kraftpy.heap.lasting`)."""
+    async def append(self, data: bytes) -> None:
+        """Fetched batches, on the dir's executor (no fsync: see `_append`)."""
         assert self.log is not None
         await self.log_dir.run(_append, self.log, data)
+
+    async def replay(self, data: bytes, delta: MetadataDelta) -> int:
+        """Replay `data` into `delta` on the replay thread; returns how many records count towards a
+        freeze (`kraftpy.heap.lasting`)."""
         return await self._on_cpu(_replay, data, delta)
 
     async def truncate_to(self, offset: int) -> MetadataDelta:
@@ -245,10 +248,12 @@ class MetadataLoader:
     async def _append(self, data: bytes) -> None:
         assert self._delta is not None
         delta = self._delta
+        await self.local.append(data)
         # One pause from the replay to the freeze: with the collector back on in between, its next
         # young pass would walk every object the replay made, just before after_load freezes them.
+        # (The append stays outside: a hung disk would hold the pause as long.)
         with collector_paused():
-            lasting_records = await self.local.append_and_replay(data, delta)
+            lasting_records = await self.local.replay(data, delta)
             if self.local.snapshotter is not None:
                 self.local.snapshotter.on_applied(len(data))
             # The new image and what the broker derives from it: objects per changed partition

@@ -96,7 +96,8 @@ class _Batch:
     sent_leader: int = -1
     """The broker the batch was last sent to."""
     behind: int = 0
-    """Answers in a row from a leader whose metadata was older than ours (its hint named an older epoch)."""
+    """Answers in a row from a leader whose metadata was older than ours (its hint named an older epoch)
+    or that named itself at our epoch while still taking the leadership on."""
 
 
 DeliveryCallback = Callable[[RecordMetadata | None, KafkaError | None], None]
