@@ -52,7 +52,6 @@ if TYPE_CHECKING:
     from broker.dataplane.replica_manager import FetchRead, ReplicaManager
 
 D = DescribeLogDirsResponse
-_MOVED = (int(Errors.NOT_LEADER_OR_FOLLOWER), int(Errors.FENCED_LEADER_EPOCH))
 
 
 LARGE_METADATA_REQUEST = 1000  # topics named in one Metadata request, or partitions in an all-topics one
@@ -89,6 +88,7 @@ class DataPlaneHandlers:
                     )
         outcomes = await asyncio.gather(*calls) if refuse is None else []
         by_topic: dict[str, list[ProduceResponse.PartitionProduceResponse]] = {}
+        leaders: set[int] = set()
         for i, (name, index) in enumerate(places):
             if refuse is not None:
                 part = P.PartitionProduceResponse(Index=index, ErrorCode=int(refuse), ErrorMessage=message)
@@ -101,20 +101,13 @@ class DataPlaneHandlers:
                     LogStartOffset=o.log_start_offset,
                     ErrorMessage=o.message if version >= 8 else None,
                 )
+                # KIP-951 (v10+): where the partition went, so the producer need not ask Metadata first
+                if version >= 10 and (now := o.current_leader) is not None:
+                    part = part.model_copy(
+                        update={"CurrentLeader": LeaderIdAndEpoch(LeaderId=now[0], LeaderEpoch=now[1])}
+                    )
+                    leaders.add(now[0])
             by_topic.setdefault(name, []).append(part)
-        leaders: set[int] = set()
-        if version >= 10:
-            # KIP-951: where the partition went, so the producer need not ask Metadata first
-            for name, parts in by_topic.items():
-                for j, part in enumerate(parts):
-                    if (
-                        part.ErrorCode in _MOVED
-                        and (now := self._current_leader(name, part.Index)) is not None
-                    ):
-                        parts[j] = part.model_copy(
-                            update={"CurrentLeader": LeaderIdAndEpoch(LeaderId=now[0], LeaderEpoch=now[1])}
-                        )
-                        leaders.add(now[0])
         return P(
             Responses=[P.TopicProduceResponse(Name=n, PartitionResponses=ps) for n, ps in by_topic.items()],
             NodeEndpoints=[
@@ -125,11 +118,6 @@ class DataPlaneHandlers:
     def _listener(self) -> str:
         """The listener the request came in on: a Kafka listener's name, or over HTTP the RPC one."""
         return current_request().listener or self.replicas.listener_name or ""
-
-    def _current_leader(self, topic: str | Uuid, index: int) -> tuple[int, int] | None:
-        t = self._image().topics.get_topic(topic)
-        reg = t.partitions.get(index) if t is not None else None
-        return (reg.leader, reg.leader_epoch) if reg is not None and reg.leader >= 0 else None
 
     def _endpoints(self, node_ids: set[int]) -> list[tuple[int, str, int, str | None]]:
         """The brokers' endpoints on the listener the request came in on (the RPC one over HTTP)."""

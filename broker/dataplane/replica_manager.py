@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import ssl
 from collections.abc import AsyncIterator, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, TypeVar
 
 import structlog
@@ -59,6 +59,12 @@ class AppendOutcome:
     base_offset: int = -1
     log_start_offset: int = -1
     message: str | None = None
+    current_leader: tuple[int, int] | None = None
+    """With NOT_LEADER_OR_FOLLOWER or FENCED_LEADER_EPOCH: (leader, leader epoch) as the metadata
+    named them when the answer was decided (KIP-951's CurrentLeader)."""
+
+
+_MOVED = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,6 +497,12 @@ class ReplicaManager:
             return e.code, -1, -1
         return (Errors.NONE, end.leader_epoch, end.end_offset) if end is not None else (Errors.NONE, -1, -1)
 
+    def current_leader(self, topic: str | Uuid, partition: int) -> tuple[int, int] | None:
+        """(leader, leader epoch) as the metadata names them, or None when it names no leader."""
+        t = self._image.topics.get_topic(topic)
+        reg = t.partitions.get(partition) if t is not None else None
+        return (reg.leader, reg.leader_epoch) if reg is not None and reg.leader >= 0 else None
+
     def leader_offsets(self, topic: str, partition: int) -> tuple[int, int, int] | None:
         """(leader epoch, log end offset, high watermark) while this broker leads the partition."""
         resolved = self._resolve(topic, partition)
@@ -504,6 +516,10 @@ class ReplicaManager:
     ) -> AppendOutcome:
         """A producer's batch for one partition, answered as Kafka answers it for `acks`."""
         outcome = await self._append(topic, partition, records, acks, timeout_ms)
+        if outcome.error in _MOVED:
+            # Read now, in the step that decided the answer: by the time the response is built the
+            # image may name this broker itself, which would contradict the error.
+            outcome = replace(outcome, current_leader=self.current_leader(topic, partition))
         # Per-topic series only for topics that exist, so that made-up names cannot grow them.
         known = topic if outcome.error is not Errors.UNKNOWN_TOPIC_OR_PARTITION else None
         self.topic_stats.mark("totalproducerequests", known)

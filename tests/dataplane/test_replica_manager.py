@@ -579,6 +579,33 @@ async def test_produces_and_reads_wait_for_a_transition_to_leader_under_way(tmp_
         await dp.stop()
 
 
+async def test_a_not_leader_answer_names_the_leader_its_check_saw(tmp_path: Path) -> None:
+    """KIP-951's CurrentLeader comes from the metadata that decided the answer. Read when the response
+    is built, after the image moved on to name this broker, it contradicted the error ("not the
+    leader; the leader is me") and gave the producer nothing to go on."""
+    follower = moved(image([1, 2, 3]), 100, Leader=2)  # t-0: broker 2 leads at epoch 1
+    host = Host(tmp_path, follower)
+    dp = DataPlane(host)  # type: ignore[arg-type]
+    await dp.start()
+    try:
+        await dp.publish(follower)
+        await dp.replicas.fetchers.stop()  # no leader 2 to fetch from here
+        append = dp.replicas.append
+
+        async def append_then_move(*args: Any) -> Any:
+            outcome = await append(*args)
+            dp.replicas.update_metadata(moved(follower, 101, Leader=1))  # now broker 1, epoch 2
+            return outcome
+
+        dp.replicas.append = append_then_move  # type: ignore[method-assign]
+        answer = await asyncio.wait_for(produce(dp, batch([b"a"]), acks=1), 10)
+        assert answer.ErrorCode == Errors.NOT_LEADER_OR_FOLLOWER
+        assert answer.CurrentLeader is not None
+        assert (answer.CurrentLeader.LeaderId, answer.CurrentLeader.LeaderEpoch) == (2, 1)
+    finally:
+        await dp.stop()
+
+
 def test_the_leader_tail_holds_whole_batches_up_to_its_limit() -> None:
     tail = LeaderTail(epoch=3, start=10, end=10, log_start_offset=0)
     tail.add(10, b"a" * 40, 12, 0, limit=100)
