@@ -17,7 +17,8 @@ Three runs of one real `kraftpy-broker` against a real `kraftpy-controller`:
 
 For each: seconds from process start to unfenced (the broker's own clock, from the start of
 `broker.main`; also from the end of imports and dir checks, and the wall clock from spawning the
-process until this script sees it running), AssignReplicasToDirs requests and
+process until this script sees it running), the CPU seconds the broker and the controller spent
+meanwhile (every thread: steadier than the wall clock on a shared machine), AssignReplicasToDirs requests and
 bytes sent (msgpack bodies), beside what one request per replica and one request listing every
 replica (KIP-589's design) would have cost, in msgpack and in Kafka's binary encoding.
 
@@ -164,6 +165,7 @@ class Bench:
 
     def start_broker(self, name: str, profile: Path | None = None) -> tuple[dict[str, Any], float]:
         t0 = time.monotonic()
+        controller_cpu = _cpu_seconds(self.controller.pid)
         args = () if self.dataplane else ("--control-plane-only",)
         self.broker = self.procs.start_broker(self.broker_config, name=name, args=args)
         spies = (
@@ -176,6 +178,12 @@ class Bench:
         )
         try:
             h = self.wait(lambda h: h.get("broker_state") == "RUNNING", "unfenced", timeout=3600)
+            # The CPU both processes spent (every thread, user and system): steadier than the
+            # wall clock when the two share this machine's cores with each other and the poller.
+            h["cpu_seconds"] = {
+                "broker": round(_cpu_seconds(self.broker.pid), 2),
+                "controller": round(_cpu_seconds(self.controller.pid) - controller_cpu, 2),
+            }
         finally:
             for spy in spies:
                 _detach_py_spy(spy)
@@ -239,6 +247,12 @@ class Bench:
         from kraftpy.storage import read_meta_properties
 
         return [read_meta_properties(d).directory_id for d in self.log_dirs]  # type: ignore[misc]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of the process `pid` so far (/proc/<pid>/stat, every thread)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _attach_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
@@ -339,6 +353,7 @@ def main() -> int:
             "seconds_process_start_to_unfenced": h3["seconds_to_unfence"],
             "seconds_server_start_to_unfenced": h3["seconds_from_server_start_to_unfence"],
             "seconds_spawn_to_unfenced_seen": round(wall3, 2),
+            "cpu_seconds": h3["cpu_seconds"],
             **figures(h3),
             "replicas_by_dir": h3["replicas"]["replicas_by_dir"],
         }
@@ -351,6 +366,7 @@ def main() -> int:
             "seconds_process_start_to_unfenced": h4["seconds_to_unfence"],
             "seconds_server_start_to_unfenced": h4["seconds_from_server_start_to_unfence"],
             "seconds_spawn_to_unfenced_seen": round(wall4, 2),
+            "cpu_seconds": h4["cpu_seconds"],
             **figures(h4),
         }
         results["goals"] = goals(results)
@@ -409,6 +425,11 @@ def _chunks(total: int, requests: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(requests)]
 
 
+def _cpu(run: dict[str, Any]) -> str:
+    cpu = run["cpu_seconds"]
+    return f"CPU s: broker {cpu['broker']}, controller {cpu['controller']}"
+
+
 def _print(r: dict[str, Any]) -> None:
     n = r["replicas"]
     print(f"broker with {r['dirs']} log dirs ({r['disk']}), {n:,} replicas")
@@ -422,7 +443,7 @@ def _print(r: dict[str, Any]) -> None:
     print(
         f"  cold start on new disks: {cold['seconds_process_start_to_unfenced']} s from process start to unfenced "
         f"({cold['seconds_server_start_to_unfenced']} s after imports and dir checks, "
-        f"{cold['seconds_spawn_to_unfenced_seen']} s spawn to seen running); "
+        f"{cold['seconds_spawn_to_unfenced_seen']} s spawn to seen running; {_cpu(cold)}); "
         f"{cold['requests']} requests, {cold['assignments']:,} assignments, {cold['msgpack_bytes']:,} bytes; "
         f"its metadata was {cold['records_behind_when_unfenced']:,} records behind the controller's then, "
         "caught up before the warm restart's stop"
@@ -431,7 +452,8 @@ def _print(r: dict[str, Any]) -> None:
     print(
         f"  warm restart: {warm['seconds_process_start_to_unfenced']} s from process start to unfenced "
         f"({warm['seconds_server_start_to_unfenced']} s after imports and dir checks, "
-        f"{warm['seconds_spawn_to_unfenced_seen']} s spawn to seen running); {warm['requests']} requests"
+        f"{warm['seconds_spawn_to_unfenced_seen']} s spawn to seen running; {_cpu(warm)}); "
+        f"{warm['requests']} requests"
     )
     g = r["goals"]
     for key, label in (("cold", "cold start"), ("warm", "warm restart")):
