@@ -265,10 +265,12 @@ class MetadataLoader:
             after_load(lasting_records)
 
     def maybe_snapshot(self) -> None:
-        """Checked after every fetch: the high watermark a snapshot waits for may come without records."""
+        """Checked after every fetch: the high watermark a snapshot waits for may come without
+        records, and retention's minute (kraftpy.raft.cleaning) runs whether records come or not."""
         snapshotter = self.local.snapshotter
         if snapshotter is not None and self._delta is not None:
             snapshotter.maybe_snapshot(self.image, self.state.high_watermark, self._delta.in_transaction)
+            snapshotter.maybe_clean()
 
     def _rebuilt(self, delta: MetadataDelta) -> None:
         self.image = delta.apply()

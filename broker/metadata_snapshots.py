@@ -13,8 +13,9 @@ metadata transaction is skipped too (it does not hold the transaction's records)
 The image is immutable, so its records are built and framed on a thread of its own; the file is
 written (temp file, fsync, rename) on the metadata dir's executor in one hop.
 
-After each snapshot it writes, and once at startup, the broker applies metadata retention to its
-copy as Kafka's brokers do (KafkaMetadataLog.maybeClean): while the log and its snapshots are over
+After each snapshot it writes, once at startup and once a minute (kraftpy.raft.cleaning: checked
+after each fetch, skipped while a snapshot is being written), the broker applies metadata retention
+to its copy as Kafka's brokers do (KafkaMetadataLog.maybeClean): while the log and its snapshots are over
 `metadata.max.retention.bytes`, or a snapshot is older than `metadata.max.retention.ms`, the
 segments wholly before the next snapshot and the older snapshots go; the latest snapshot and the log
 after it always stay. The cleaning runs on the metadata dir's executor. A failure to delete is
@@ -40,6 +41,7 @@ from kraftpy.image import MetadataImage
 from kraftpy.metalog import SnapshotId
 from kraftpy.metalog.snapshot_policy import SnapshotPolicy
 from kraftpy.metalog.snapshots import build_snapshot
+from kraftpy.raft.cleaning import CleaningTimer
 
 if TYPE_CHECKING:
     from broker.storage.log_dir import LogDir
@@ -100,6 +102,7 @@ class BrokerSnapshotter:
             last_snapshot_ms=clock_ms(),
             last_snapshot_end_offset=latest.offset if latest is not None else 0,
         )
+        self.cleaning = CleaningTimer.starting(clock_ms())
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metadata-snapshot")
         self._task: asyncio.Task[SnapshotId | None] | None = None
         self.written = 0
@@ -119,8 +122,8 @@ class BrokerSnapshotter:
         if end > self.mlog.log_end_offset or end <= self.mlog.log_start_offset:
             return None
         reason = self.policy.due(self.clock_ms(), end)
-        if reason is None:
-            return None
+        if reason is None or self._busy():
+            return None  # when cleaning: due again at the next fetch
         # Read between the loader's appends (it awaits each one), so the epoch history is settled.
         epoch = self.mlog.epoch_for_offset(end - 1)
         if epoch is None:
@@ -129,6 +132,23 @@ class BrokerSnapshotter:
         self._task = asyncio.ensure_future(self._write(image, SnapshotId(end, epoch), reason))
         self._task.set_name("metadata-snapshot")
         return self._task
+
+    def maybe_clean(self) -> asyncio.Task[SnapshotId | None] | None:
+        """Apply retention when the minute is up; the task or None. A snapshot being written is
+        left alone: it cleans after itself, and the minute starts again."""
+        if not self.cleaning.due(self.clock_ms()) or self._busy():
+            return None
+        self._task = asyncio.ensure_future(self._clean_on_timer())
+        self._task.set_name("metadata-log-cleaning")
+        return self._task
+
+    async def _clean_on_timer(self) -> SnapshotId | None:
+        with contextlib.suppress(LogDirOfflineError):  # the dir's failure path has it
+            await self.clean()
+        return None
+
+    def _busy(self) -> bool:
+        return self._task is not None and not self._task.done()
 
     async def _write(self, image: MetadataImage, sid: SnapshotId, reason: str) -> SnapshotId | None:
         covered = self.policy.bytes_since

@@ -401,7 +401,7 @@ class RaftClient:
         if item.append_last >= 0 and item.future is not None:
             self._appends.append(item)
         changed = bool(ready.appends) or ready.truncate_to is not None or ready.install_snapshot is not None
-        if ready.local_snapshot is not None or ready.install_snapshot is not None:
+        if ready.local_snapshot is not None or ready.install_snapshot is not None or ready.clean_log:
             self._file_view = await self._on_log_thread(read_view, self._store.log)
         if ready.apply_snapshot is not None:
             sid = ready.apply_snapshot.snapshot_id

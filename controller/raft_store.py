@@ -149,6 +149,7 @@ class RaftLogStore:
         if ready.appends:
             mlog.append_raw_batches(b"".join(e.data for e in ready.appends))
             wrote = True
-        if ready.local_snapshot is not None:
-            mlog.maybe_clean()
+        if ready.local_snapshot is not None or ready.clean_log:
+            # Retention moves the log start and rewrites the epoch checkpoint: flushed with the rest.
+            wrote = mlog.maybe_clean() or wrote
         self._dirty = self._dirty or wrote

@@ -11,6 +11,7 @@ is on disk before anyone hears of it.
                  and the leader's validation / the follower's truncation that depend only on it
 - `backoff.py`   election timeout and backoffs as pure functions of the settings and a seeded RNG
 - `config.py`    the `controller.quorum.*` timeouts
+- `cleaning.py`  the minute after which the shell applies metadata retention to the log
 - `ready.py`     the output of one step
 - `core.py`      the state machine
 - `memory_log.py` an in-memory log that applies a `Ready` (for tests and the simulation)

@@ -23,6 +23,7 @@ from kraftpy.raft.backoff import (
     random_election_timeout,
     strict_exponential_backoff,
 )
+from kraftpy.raft.cleaning import CleaningTimer
 from kraftpy.raft.config import QuorumConfig
 from kraftpy.raft.log_view import LogReader, LogView
 from kraftpy.raft.messages import (
@@ -80,6 +81,7 @@ class RaftCore:
         self.high_watermark = view.log_start
         self.applied = view.log_start
         self._ready = Ready()
+        self._cleaning = CleaningTimer.starting(now_ms)
         self._election_retries = 0  # failed elections in a row; survives role changes until one is won
         self._reset_volatile(now_ms)
         if self.role is Role.CANDIDATE:
@@ -102,11 +104,16 @@ class RaftCore:
 
     def tick(self, now_ms: int) -> Ready:
         _TICKS[self.role](self, now_ms)
+        if self._cleaning.due(now_ms):
+            self._ready.clean_log = True
         return self._take_ready()
 
     def next_tick_ms(self) -> int:
         """The earliest time a tick can do anything; before it a tick changes nothing and says
         nothing, until another input moves a timer. A shell may skip ticks until then."""
+        return min(self._role_next_tick_ms(), self._cleaning.next_ms)
+
+    def _role_next_tick_ms(self) -> int:
         role = self.role
         if role is Role.LEADER:
             due = self._resend_at if self._unacked_begin else NEVER

@@ -382,6 +382,50 @@ async def test_the_broker_cleans_its_metadata_log_at_startup(tmp_path: Path) -> 
     assert replace(image, provenance=reloaded.provenance) == reloaded
 
 
+async def test_the_broker_cleans_its_metadata_log_once_a_minute_without_a_new_snapshot(
+    tmp_path: Path,
+) -> None:
+    from kraftpy.raft.cleaning import LOG_CLEAN_INTERVAL_MS, CleaningTimer
+
+    config = MetadataLogConfig(
+        segment_bytes=600, retention_bytes=0, max_bytes_between_snapshots=1, max_snapshot_interval_ms=0
+    )
+    ld = LogDir(tmp_path, Uuid.random())
+    local = LocalMetadataLog(ld, config)
+    try:
+        delta = await local.open()
+        snapshotter, mlog = local.snapshotter, local.log
+        assert snapshotter is not None and mlog is not None
+        now = [0]
+        snapshotter.clock_ms = lambda: now[0]
+        snapshotter.cleaning = CleaningTimer.starting(0)
+        await _fetched(local, build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+        first = await _snapshot(local, delta.apply())
+        delta = delta.next_delta(delta.apply())
+        await _fetched(local, _batches(first.offset, range(20, 40)), delta)
+        image = delta.apply()
+        # A snapshot the snapshotter did not write (as one installed from the controller): nothing
+        # cleaned after it, so the older one and its segments stay until the minute is up.
+        second = mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 2000)
+        now[0] = LOG_CLEAN_INTERVAL_MS - 1
+        assert snapshotter.maybe_clean() is None
+        assert own_snapshots(tmp_path) == [first, second] and snapshotter.cleanings == 0
+        now[0] = LOG_CLEAN_INTERVAL_MS
+        task = snapshotter.maybe_clean()
+        assert task is not None
+        # No snapshot starts while the log's start moves under it; the next fetch asks again.
+        snapshotter.on_applied(1 << 20)
+        assert snapshotter.maybe_snapshot(image, image.offset + 1, in_transaction=False) is None
+        await task
+        assert snapshotter.cleanings == 1 and snapshotter.clean_failures == 0
+        assert own_snapshots(tmp_path) == [second] and mlog.log_start_offset == second.offset
+        assert snapshotter.maybe_clean() is None  # the next one is a minute away
+        assert snapshotter.cleaning.next_ms == 2 * LOG_CLEAN_INTERVAL_MS
+    finally:
+        await local.close()
+        ld.close()
+
+
 async def test_a_failed_cleaning_is_logged_and_counted_and_a_failed_disk_takes_the_dir_offline(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

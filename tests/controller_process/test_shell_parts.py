@@ -241,3 +241,30 @@ def test_health_and_stats_of_a_controller_not_started() -> None:
         },
     }
     assert controller_stats(active=True, core=None, raft=None, queue=None) == ControllerStats()
+
+
+def test_the_raft_store_applies_retention_when_the_core_says_the_minute_is_up(tmp_path: Any) -> None:
+    from controller.raft_store import RaftLogStore
+    from kraftpy.metalog import MetadataLog, MetadataLogConfig
+    from kraftpy.raft.ready import Ready
+    from tests.metalog.helpers import mv, topic_records
+
+    # Two snapshots, no cleaning since the second (a controller that wrote it before a restart
+    # with lower limits, or one whose retention.ms has passed since): only the minute cleans.
+    with MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600)) as mlog:
+        mlog.append([mv()], 1, 10)
+        for i in range(40):
+            mlog.append(topic_records(i), 1, 1000 + i)
+            if i in (19, 39):
+                mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 1000 + i)
+        first, latest = mlog.snapshot_ids()
+    with MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600, retention_bytes=0)) as mlog:
+        store = RaftLogStore(mlog, frozenset({1}))
+        store.persist(Ready())
+        assert mlog.snapshot_ids() == [first, latest] and mlog.log_start_offset == 0
+        store.persist(Ready(clean_log=True))
+        store.flush()
+        assert mlog.snapshot_ids() == [latest]
+        assert 0 < mlog.log_start_offset <= latest.offset
+    with MetadataLog.open(tmp_path) as mlog:
+        assert mlog.snapshot_ids() == [latest]  # durable: the deletions were flushed

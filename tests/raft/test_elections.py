@@ -208,15 +208,30 @@ def test_an_unreachable_voter_counts_as_a_rejection_so_a_split_vote_backs_off_at
     assert c[2].core._backing_off and c[2].role is Role.CANDIDATE
 
 
-def test_a_lone_leader_has_no_timer_to_tick_for() -> None:
-    from kraftpy.raft.core import NEVER
+def test_a_lone_leader_ticks_only_for_the_minute_of_log_cleaning() -> None:
+    from kraftpy.raft.cleaning import LOG_CLEAN_INTERVAL_MS
 
     c = ScriptedCluster([1])
     assert c[1].core.next_tick_ms() == 0  # a quorum of one runs at once
     c.now = 250
     c.tick(1)
     assert c[1].role is Role.LEADER
-    assert c[1].core.next_tick_ms() == NEVER
+    # No election or fetch timer: only retention's minute, counted from the core's start.
+    assert c[1].core.next_tick_ms() == LOG_CLEAN_INTERVAL_MS
+
+
+def test_a_tick_at_the_minute_asks_the_shell_to_clean_the_log_once() -> None:
+    from kraftpy.raft.cleaning import LOG_CLEAN_INTERVAL_MS
+
+    c = ScriptedCluster([1])
+    c.now = 250
+    c.tick(1)
+    assert c[1].role is Role.LEADER
+    core = c[1].core
+    assert not core.tick(LOG_CLEAN_INTERVAL_MS - 1).clean_log
+    assert core.tick(LOG_CLEAN_INTERVAL_MS + 5).clean_log
+    assert not core.tick(LOG_CLEAN_INTERVAL_MS + 6).clean_log  # once per minute
+    assert core.next_tick_ms() == 2 * LOG_CLEAN_INTERVAL_MS + 5
 
 
 def test_a_candidates_next_tick_is_its_vote_resend_or_election_deadline() -> None:
