@@ -25,7 +25,7 @@ from protocol.rpc.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.transport import RpcClient
 from protocol.uuid import Uuid
 from tests.broker_process.cluster import Cluster, wait_until
-from tests.metalog.helpers import mv, topic_records
+from tests.metalog.helpers import log_with_two_snapshots, mv, topic_records
 from tests.support.processes import ProcessSet
 
 A, B = 2, 3
@@ -319,19 +319,27 @@ async def _snapshot(local: LocalMetadataLog, image: MetadataImage) -> SnapshotId
     return sid
 
 
+async def _twenty_topics_and_a_snapshot(local: LocalMetadataLog, delta: MetadataDelta) -> SnapshotId:
+    await _fetched(local, build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
+    return await _snapshot(local, delta.apply())
+
+
+CLEAN_ALL_BUT_LATEST = MetadataLogConfig(
+    segment_bytes=600, retention_bytes=0, max_bytes_between_snapshots=1, max_snapshot_interval_ms=0
+)
+"""Tiny segments, no room kept and a snapshot after every fetch: everything before the latest
+snapshot may go."""
+
+
 async def test_the_broker_cleans_its_metadata_log_after_each_snapshot_and_restarts_from_what_is_left(
     tmp_path: Path,
 ) -> None:
-    # Tiny segments and no room kept: everything before the latest snapshot may go.
-    config = MetadataLogConfig(
-        segment_bytes=600, retention_bytes=0, max_bytes_between_snapshots=1, max_snapshot_interval_ms=0
-    )
+    config = CLEAN_ALL_BUT_LATEST
     ld = LogDir(tmp_path, Uuid.random())
     local = LocalMetadataLog(ld, config)
     try:
         delta = await local.open()
-        await _fetched(local, build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
-        first = await _snapshot(local, delta.apply())
+        first = await _twenty_topics_and_a_snapshot(local, delta)
         snapshotter = local.snapshotter
         assert snapshotter is not None and local.log is not None
         assert snapshotter.cleanings == 0  # the only snapshot is the latest: nothing may go yet
@@ -360,14 +368,8 @@ async def test_the_broker_cleans_its_metadata_log_after_each_snapshot_and_restar
 
 async def test_the_broker_cleans_its_metadata_log_at_startup(tmp_path: Path) -> None:
     # Written with Kafka's default retention; opened by a broker whose limits are lower.
-    with capture_logs(), MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600)) as mlog:
-        mlog.append([mv()], 1, 10)
-        for i in range(40):
-            mlog.append(topic_records(i), 1, 1000 + i)
-            if i in (19, 39):
-                mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 1000 + i)
-        _, latest = mlog.snapshot_ids()
-        image = mlog.load_image()
+    with capture_logs():
+        _, latest, image = log_with_two_snapshots(tmp_path)
     assert _segment_bases(tmp_path)[0] == 0
     ld = LogDir(tmp_path, Uuid.random())
     local = LocalMetadataLog(ld, MetadataLogConfig(segment_bytes=600, retention_bytes=0))
@@ -387,11 +389,8 @@ async def test_the_broker_cleans_its_metadata_log_once_a_minute_without_a_new_sn
 ) -> None:
     from kraftpy.raft.cleaning import LOG_CLEAN_INTERVAL_MS, CleaningTimer
 
-    config = MetadataLogConfig(
-        segment_bytes=600, retention_bytes=0, max_bytes_between_snapshots=1, max_snapshot_interval_ms=0
-    )
     ld = LogDir(tmp_path, Uuid.random())
-    local = LocalMetadataLog(ld, config)
+    local = LocalMetadataLog(ld, CLEAN_ALL_BUT_LATEST)
     try:
         delta = await local.open()
         snapshotter, mlog = local.snapshotter, local.log
@@ -399,8 +398,7 @@ async def test_the_broker_cleans_its_metadata_log_once_a_minute_without_a_new_sn
         now = [0]
         snapshotter.clock_ms = lambda: now[0]
         snapshotter.cleaning = CleaningTimer.starting(0)
-        await _fetched(local, build_metadata_batch(0, 1, 10, [mv()]) + _batches(1, range(20)), delta)
-        first = await _snapshot(local, delta.apply())
+        first = await _twenty_topics_and_a_snapshot(local, delta)
         delta = delta.next_delta(delta.apply())
         await _fetched(local, _batches(first.offset, range(20, 40)), delta)
         image = delta.apply()

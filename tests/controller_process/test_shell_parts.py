@@ -247,17 +247,11 @@ def test_the_raft_store_applies_retention_when_the_core_says_the_minute_is_up(tm
     from controller.raft_store import RaftLogStore
     from kraftpy.metalog import MetadataLog, MetadataLogConfig
     from kraftpy.raft.ready import Ready
-    from tests.metalog.helpers import mv, topic_records
+    from tests.metalog.helpers import log_with_two_snapshots
 
     # Two snapshots, no cleaning since the second (a controller that wrote it before a restart
     # with lower limits, or one whose retention.ms has passed since): only the minute cleans.
-    with MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600)) as mlog:
-        mlog.append([mv()], 1, 10)
-        for i in range(40):
-            mlog.append(topic_records(i), 1, 1000 + i)
-            if i in (19, 39):
-                mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 1000 + i)
-        first, latest = mlog.snapshot_ids()
+    first, latest, _ = log_with_two_snapshots(tmp_path)
     with MetadataLog.open(tmp_path, MetadataLogConfig(segment_bytes=600, retention_bytes=0)) as mlog:
         store = RaftLogStore(mlog, frozenset({1}))
         store.persist(Ready())

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from protocol import metadata_records as mr
 from protocol.framing import ApiMessageAndVersion
 from protocol.uuid import Uuid
+
+if TYPE_CHECKING:
+    from kraftpy.image import MetadataImage
+    from kraftpy.metalog import SnapshotId
 
 
 def noops(n: int) -> list[ApiMessageAndVersion]:
@@ -41,3 +46,18 @@ def copy_sample(src: Path, dst: Path) -> Path:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, target)
     return dst
+
+
+def log_with_two_snapshots(directory: Path) -> tuple[SnapshotId, SnapshotId, MetadataImage]:
+    """A metadata log in small segments with snapshots after 20 and 40 topics, never cleaned (written
+    with Kafka's default retention): (older snapshot, latest snapshot, the log's image)."""
+    from kraftpy.metalog import MetadataLog, MetadataLogConfig
+
+    with MetadataLog.open(directory, MetadataLogConfig(segment_bytes=600)) as mlog:
+        mlog.append([mv()], 1, 10)
+        for i in range(40):
+            mlog.append(topic_records(i), 1, 1000 + i)
+            if i in (19, 39):
+                mlog.write_snapshot(mlog.load_image().write(), mlog.log_end_offset, 1, 1000 + i)
+        first, latest = mlog.snapshot_ids()
+        return first, latest, mlog.load_image()
