@@ -1,8 +1,9 @@
 """A broker's Kafka-protocol listeners as its config makes them: the security protocol each maps to
 in listener.security.protocol.map, its TLS context and principal mapping (kraftpy.security.tls), the
-SCRAM mechanisms it authenticates with (sasl.enabled.mechanisms) against the credentials in the
-metadata image, and the connection bounds (connections.max.idle.ms) it keeps. Each setting may be
-given for one listener as `listener.name.<listener>.<key>`.
+SASL mechanisms it authenticates with (sasl.enabled.mechanisms: SCRAM against the credentials in the
+metadata image, PLAIN against the users of `listener.name.<listener>.plain.sasl.jaas.config`), and
+the connection bounds (connections.max.idle.ms) it keeps. Each setting may be given for one listener
+as `listener.name.<listener>.<key>`.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from aiohttp import web
 from kraftpy.config import TLS_PROTOCOLS, ConfigError, KafkaConfig, ListenerSpec
 from kraftpy.image import MetadataImage
 from kraftpy.security.acl import ScramMechanism
+from kraftpy.security.jaas import PLAIN_LOGIN_MODULE, PlainUsers, parse_jaas_config
 from kraftpy.security.tls import principal_builder, server_context
 from protocol.transport.connection_quotas import ConnectionQuotas
 from protocol.transport.kafka_server import KafkaListener, ssl_principal
-from protocol.transport.sasl import ScramLookup
+from protocol.transport.sasl import PLAIN, PlainCheck, ScramLookup
 
 
 def image_scram_lookup(image: Callable[[], MetadataImage | None]) -> ScramLookup:
@@ -40,6 +42,26 @@ def image_scram_lookup(image: Callable[[], MetadataImage | None]) -> ScramLookup
     return lookup
 
 
+def plain_users(cfg: KafkaConfig, listener_name: str) -> PlainCheck:
+    """The SASL/PLAIN password check of a listener, from its JAAS config; ConfigError naming the key
+    when it is missing or cannot be read (Kafka too refuses to start a PLAIN listener without one)."""
+    key = f"listener.name.{listener_name.lower()}.plain.sasl.jaas.config"
+    found = cfg.sasl_jaas_config(listener_name, PLAIN)
+    if found is None:
+        raise ConfigError(
+            f"{cfg.source}: listener {listener_name} enables SASL/PLAIN but {key} is not set "
+            f'(e.g. {PLAIN_LOGIN_MODULE} required user_alice="alice-secret";)'
+        )
+    key, text = found
+    try:
+        users = PlainUsers.from_jaas(parse_jaas_config(text))
+    except ValueError as e:
+        raise ConfigError(f"{cfg.source}: {key}: {e}") from None
+    if not users.passwords:
+        raise ConfigError(f'{cfg.source}: {key} names no user (user_<name>="<password>")')
+    return users.check
+
+
 def kafka_listener(
     cfg: KafkaConfig,
     spec: ListenerSpec,
@@ -49,7 +71,8 @@ def kafka_listener(
     quotas: ConnectionQuotas | None,
 ) -> KafkaListener:
     """The listener `spec` serving `apis` of `app`; ConfigError naming the listener when its settings
-    cannot be served (a keystore that does not load, a SASL mechanism other than SCRAM)."""
+    cannot be served (a keystore that does not load, a SASL mechanism other than SCRAM and PLAIN,
+    PLAIN without its users)."""
     protocol = cfg.security_protocol_name(spec.name)
     own = cfg.listener_config(spec.name)
     tls = protocol in TLS_PROTOCOLS
@@ -66,6 +89,9 @@ def kafka_listener(
             ssl_context=server_context(cfg, spec.name) if tls else None,
             sasl_mechanisms=tuple(own.sasl_enabled_mechanisms) if sasl else (),
             scram_lookup=image_scram_lookup(image) if sasl else None,
+            plain_check=plain_users(cfg, spec.name)
+            if sasl and PLAIN in own.sasl_enabled_mechanisms
+            else None,
             principal_of=principal_of,
             connection_quotas=quotas,
             # Kafka: a negative connections.max.idle.ms never closes an idle connection
@@ -77,4 +103,4 @@ def kafka_listener(
             if own is not cfg and own.sasl_enabled_mechanisms != cfg.sasl_enabled_mechanisms
             else "sasl.enabled.mechanisms"
         )
-        raise ConfigError(f"{cfg.source}: {e} (set {key}, e.g. SCRAM-SHA-512)") from None
+        raise ConfigError(f"{cfg.source}: {e} (set {key}, e.g. SCRAM-SHA-512 or PLAIN)") from None

@@ -173,6 +173,8 @@ TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
 """The security protocols whose connections are TLS."""
 
 LISTENER_PREFIX = "listener.name."
+JAAS_CONFIG_SUFFIX = ".sasl.jaas.config"
+"""`listener.name.<listener>.<mechanism>` + this: a broker's JAAS login for one SASL mechanism."""
 # Keys a `listener.name.<listener>.` prefix may override for one listener (Kafka allows these
 # families per listener; kraftpy reads the overrides through `listener_config`).
 _PER_LISTENER_FAMILIES = ("ssl.", "sasl.", "max.connections", "connections.max.")
@@ -355,7 +357,11 @@ class KafkaConfig(BaseModel):
     def from_properties(cls, props: Mapping[str, str], source: str = "<config>") -> KafkaConfig:
         """Validate properties; ConfigError names `source` and the key. Unknown keys are warned about."""
         known = cls.kafka_names()
-        unknown = sorted(k for k in props if k not in known and _listener_override(k, known) is None)
+        unknown = sorted(
+            k
+            for k in props
+            if k not in known and _listener_override(k, known) is None and _jaas_key(k) is None
+        )
         for key in unknown:
             log.warning("unknown config key ignored", key=key, file=source)
         given = {k: v for k, v in props.items() if k in known}
@@ -378,6 +384,16 @@ class KafkaConfig(BaseModel):
         except ValueError as e:
             raise ConfigError(f"{source}: {e}") from None
         return cfg
+
+    def sasl_jaas_config(self, listener_name: str, mechanism: str) -> tuple[str, str] | None:
+        """(its key, its value) of `listener.name.<listener>.<mechanism>.sasl.jaas.config`, a broker's
+        JAAS login for one SASL mechanism on one listener (Kafka reads no unprefixed form on a
+        broker); None when it is not set."""
+        want = (listener_name.upper(), mechanism.upper())
+        for key, value in self._originals.items():
+            if _jaas_key(key) == want:
+                return key, value
+        return None
 
     def listener_config(self, listener_name: str) -> KafkaConfig:
         """This config as `listener_name` sees it: its `listener.name.<listener>.*` overrides applied
@@ -711,6 +727,16 @@ def _listener_override(key: str, known: Mapping[str, str]) -> tuple[str, str] | 
     if not dot or not listener or rest not in known or not rest.startswith(_PER_LISTENER_FAMILIES):
         return None
     return listener.upper(), rest
+
+
+def _jaas_key(key: str) -> tuple[str, str] | None:
+    """(LISTENER, MECHANISM) of a `listener.name.<listener>.<mechanism>.sasl.jaas.config` key."""
+    if not key.startswith(LISTENER_PREFIX) or not key.endswith(JAAS_CONFIG_SUFFIX):
+        return None
+    listener, dot, mechanism = key[len(LISTENER_PREFIX) : -len(JAAS_CONFIG_SUFFIX)].partition(".")
+    if not dot or not listener or not mechanism or "." in mechanism:
+        return None
+    return listener.upper(), mechanism.upper()
 
 
 def _override_name(cfg: KafkaConfig, listener_name: str, key: str) -> str:

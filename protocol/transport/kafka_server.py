@@ -20,7 +20,7 @@ Kafka's connection rules:
 
 Security protocols: SSL and SASL_SSL wrap the connection in TLS (ssl_context); the principal of an
 SSL connection comes from the client's certificate (`principal_of`), that of a SASL one from its
-SCRAM exchange (protocol.transport.sasl), which must complete before any other request is served.
+SCRAM or PLAIN exchange (protocol.transport.sasl), which must complete before any other request is served.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from protocol.transport.context import ANONYMOUS_PRINCIPAL, REQUEST_CONTEXT, Req
 from protocol.transport.offload import run_large
 from protocol.transport.peer_name import distinguished_name
 from protocol.transport.sasl import (
+    PlainCheck,
     SaslReply,
     SaslServerAuthenticator,
     ScramLookup,
@@ -177,8 +178,9 @@ class KafkaListener:
     ssl_context: ssl.SSLContext | None = None
     """Server-side TLS for SSL and SASL_SSL; its verify mode is ssl.client.auth."""
     sasl_mechanisms: tuple[str, ...] = ()
-    """sasl.enabled.mechanisms, for SASL_PLAINTEXT and SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512)."""
+    """sasl.enabled.mechanisms, for SASL_PLAINTEXT and SASL_SSL (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN)."""
     scram_lookup: ScramLookup | None = None
+    plain_check: PlainCheck | None = None
     principal_of: Callable[[Mapping[str, Any] | None], str] = ssl_principal
     """The principal of an SSL connection from getpeercert() (None or {} without a client cert)."""
     connection_quotas: ConnectionQuotas | None = None
@@ -206,8 +208,10 @@ class KafkaListener:
                 self.sasl_mechanisms = check_mechanisms(self.sasl_mechanisms)
             except ValueError as e:
                 raise ValueError(f"listener {self.name}: {e}") from None
-            if self.scram_lookup is None:
-                raise ValueError(f"listener {self.name}: SASL/SCRAM needs a credential lookup")
+            try:
+                SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup, self.plain_check)
+            except ValueError as e:
+                raise ValueError(f"listener {self.name}: {e}") from None
 
     @property
     def uses_tls(self) -> bool:
@@ -358,8 +362,7 @@ class KafkaListener:
                     log.info("failed authentication", listener=self.name, peer=conn.peer, reason=str(e))
                     return
             if self.uses_sasl:
-                assert self.scram_lookup is not None
-                conn.sasl = SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup)
+                conn.sasl = SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup, self.plain_check)
             await self._serve(reader, writer, conn)
         except (ConnectionError, OSError):
             return

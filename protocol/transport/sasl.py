@@ -18,8 +18,10 @@ SaslAuthenticate framing (clients before Kafka 1.0), which are not read here: it
 UNSUPPORTED_VERSION and the connection closes. v0 is still advertised, as Kafka does, because
 librdkafka reads "SaslHandshake v0 supported" as "the broker does SASL at all".
 
-Only SCRAM-SHA-256 and SCRAM-SHA-512 are served; their exchange is RFC 5802 through `scramp`, with
-the credential of a user found by the caller's `lookup`. One departure from Kafka 4: librdkafka
+SCRAM-SHA-256 and SCRAM-SHA-512 are served with RFC 5802's exchange through `scramp`, the credential
+of a user found by the caller's `lookup`; PLAIN (RFC 4616) with Kafka's PlainSaslServer rules, the
+password checked by the caller's `plain` (the listener's JAAS users). GSSAPI and OAUTHBEARER are not
+served. One departure from Kafka 4: librdkafka
 before 2.6.1 (kcat, most distributions' packages) sends its own nonce once more in front of the
 server's in the client-final message (librdkafka#4895). Kafka 3.8.1 to 3.9 accepted that (their
 nonce check was endsWith); Kafka 4 refuses it again. This authenticator accepts exactly that form
@@ -48,6 +50,8 @@ from protocol.rpc.sasl_handshake import SaslHandshakeRequest, SaslHandshakeRespo
 log = structlog.get_logger("protocol.sasl")
 
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+PLAIN = "PLAIN"
+MECHANISMS = (*SCRAM_MECHANISMS, PLAIN)
 """The SASL mechanisms this authenticator can run."""
 
 HANDSHAKE_MIN_VERSION = 1
@@ -59,6 +63,9 @@ _API_VERSIONS_KEY = API_VERSIONS_SPEC.api_key
 
 ScramLookup = Callable[[str, str], tuple[bytes, bytes, bytes, int] | None]
 """(mechanism name, user name) -> (salt, StoredKey, ServerKey, iterations), None for no such user."""
+
+PlainCheck = Callable[[str, str], bool]
+"""(user name, password) -> whether the password is that user's (Kafka's PlainServerCallbackHandler)."""
 
 
 class SaslState(enum.Enum):
@@ -99,10 +106,10 @@ def check_mechanisms(mechanisms: Sequence[str]) -> tuple[str, ...]:
     out = tuple(m.strip() for m in mechanisms if m.strip())
     if not out:
         raise ValueError("no SASL mechanism is enabled")
-    unknown = [m for m in out if m not in SCRAM_MECHANISMS]
+    unknown = [m for m in out if m not in MECHANISMS]
     if unknown:
         raise ValueError(
-            f"SASL mechanism(s) {', '.join(unknown)} are not supported; supported: {', '.join(SCRAM_MECHANISMS)}"
+            f"SASL mechanism(s) {', '.join(unknown)} are not supported; supported: {', '.join(MECHANISMS)}"
         )
     return out
 
@@ -119,9 +126,16 @@ class _AuthFailed(Exception):
 class SaslServerAuthenticator:
     """One connection's SASL authentication, from its first request to COMPLETE or FAILED."""
 
-    def __init__(self, mechanisms: Sequence[str], lookup: ScramLookup) -> None:
+    def __init__(
+        self, mechanisms: Sequence[str], lookup: ScramLookup | None = None, plain: PlainCheck | None = None
+    ) -> None:
         self.mechanisms = check_mechanisms(mechanisms)
+        if lookup is None and any(m in SCRAM_MECHANISMS for m in self.mechanisms):
+            raise ValueError("SASL/SCRAM needs a credential lookup")
+        if plain is None and PLAIN in self.mechanisms:
+            raise ValueError("SASL/PLAIN needs its users")
         self._lookup = lookup
+        self._plain = plain
         self.state = SaslState.HANDSHAKE_OR_VERSIONS_REQUEST
         self.mechanism: str | None = None
         self.username: str | None = None
@@ -196,7 +210,8 @@ class SaslServerAuthenticator:
                 reason=f"Unsupported SASL mechanism {req.Mechanism}",
             )
         self.mechanism = req.Mechanism
-        self._server = scramp.ScramMechanism(req.Mechanism).make_server(self._credential)
+        if req.Mechanism != PLAIN:
+            self._server = scramp.ScramMechanism(req.Mechanism).make_server(self._credential)
         self.state = SaslState.AUTHENTICATE
         return SaslReply(SaslHandshakeResponse(Mechanisms=enabled))
 
@@ -208,6 +223,8 @@ class SaslServerAuthenticator:
                     ErrorMessage="SaslAuthenticate request received after successful authentication",
                 )
             )
+        if self.state is SaslState.AUTHENTICATE and self.mechanism == PLAIN:
+            return self._authenticate_plain(bytes(req.AuthBytes))
         if self.state is not SaslState.AUTHENTICATE or self._server is None or self.mechanism is None:
             self.state = SaslState.FAILED
             return SaslReply(
@@ -231,6 +248,55 @@ class SaslServerAuthenticator:
             self.state = SaslState.COMPLETE
             self._server = None
         return SaslReply(SaslAuthenticateResponse(AuthBytes=token))
+
+    # ---- PLAIN ----------------------------------------------------------------------------------
+
+    def _authenticate_plain(self, token: bytes) -> SaslReply:
+        """One message, `[authzid] NUL user NUL password`, checked in Kafka's PlainSaslServer order,
+        with its answers: none says whether the user exists."""
+        try:
+            user = self._check_plain(token.decode("utf-8"))
+        except UnicodeDecodeError:
+            error = _AuthFailed(invalid_credentials_message(PLAIN), "the PLAIN message is not UTF-8")
+        except _AuthFailed as e:
+            error = e
+        else:
+            self.username = user
+            self.state = SaslState.COMPLETE
+            return SaslReply(SaslAuthenticateResponse(AuthBytes=b""))
+        self.state = SaslState.FAILED
+        return SaslReply(
+            SaslAuthenticateResponse(
+                ErrorCode=int(Errors.SASL_AUTHENTICATION_FAILED), ErrorMessage=error.message
+            ),
+            close=True,
+            reason=f"{error.message} ({error.detail})",
+        )
+
+    def _check_plain(self, message: str) -> str:
+        # Kafka's split: three fields at most, the last takes any further NULs, missing ones are
+        # empty. Its empty-field refusals are SaslExceptions: the client gets the one message.
+        authzid, user, password = [*message.split("\0", 2), "", ""][:3]
+        if not user:
+            raise _AuthFailed(invalid_credentials_message(PLAIN), "username not specified")
+        if not password:
+            raise _AuthFailed(invalid_credentials_message(PLAIN), f"password not specified for user {user!r}")
+        assert self._plain is not None
+        try:
+            matches = self._plain(user, password)
+        except Exception:
+            log.exception("PLAIN password check failed", user=user)
+            raise _AuthFailed(
+                "Authentication failed: credentials for user could not be verified", f"user {user!r}"
+            ) from None
+        if not matches:
+            raise _AuthFailed("Authentication failed: Invalid username or password", f"user {user!r}")
+        if authzid and authzid != user:
+            raise _AuthFailed(
+                "Authentication failed: Client requested an authorization id that is different from username",
+                f"authorization id {authzid!r}, user {user!r}",
+            )
+        return user
 
     # ---- SCRAM ----------------------------------------------------------------------------------
 
@@ -285,7 +351,7 @@ class SaslServerAuthenticator:
                 )
 
     def _credential(self, username: str) -> tuple[bytes, bytes, bytes, int] | None:
-        assert self.mechanism is not None
+        assert self.mechanism is not None and self._lookup is not None
         self.username = username
         try:
             found = self._lookup(self.mechanism, username)

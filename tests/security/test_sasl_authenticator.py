@@ -198,10 +198,86 @@ def test_a_failing_lookup_fails_the_authentication_not_the_listener() -> None:
     assert (resp.ErrorCode, close) == (Errors.SASL_AUTHENTICATION_FAILED, True)
 
 
-@pytest.mark.parametrize("mechanisms", [(), ("PLAIN",), ("SCRAM-SHA-256", "GSSAPI")])
-def test_only_scram_mechanisms_can_be_enabled(mechanisms: tuple[str, ...]) -> None:
+@pytest.mark.parametrize("mechanisms", [(), ("OAUTHBEARER",), ("SCRAM-SHA-256", "GSSAPI")])
+def test_only_scram_and_plain_can_be_enabled(mechanisms: tuple[str, ...]) -> None:
     with pytest.raises(ValueError):
         check_mechanisms(mechanisms)
+    assert check_mechanisms((" PLAIN", "SCRAM-SHA-512")) == ("PLAIN", "SCRAM-SHA-512")
+
+
+# ---- PLAIN ----------------------------------------------------------------------------------------
+
+
+def plain_authenticator() -> SaslServerAuthenticator:
+    return SaslServerAuthenticator(
+        ("SCRAM-SHA-512", "PLAIN"), lookup, plain=lambda u, p: (u, p) == ("alice", "pw")
+    )
+
+
+def test_plain_authenticates_in_one_message_and_names_the_user() -> None:
+    auth = plain_authenticator()
+    assert auth.admit(API_VERSIONS) is None
+    auth.api_versions_answered()
+    resp = handshake(auth, "PLAIN")
+    assert (resp.ErrorCode, resp.Mechanisms) == (0, ["SCRAM-SHA-512", "PLAIN"])
+    assert auth.admit(METADATA) is not None  # not before the password
+    done, close = send(auth, "\0alice\0pw")
+    assert (done.ErrorCode, done.AuthBytes, done.SessionLifetimeMs, close) == (0, b"", 0, False)
+    assert auth.complete and auth.principal == "User:alice"
+    assert auth.admit(METADATA) is None
+    # an authorization id equal to the user is the same login
+    same = plain_authenticator()
+    handshake(same, "PLAIN")
+    assert send(same, "alice\0alice\0pw")[0].ErrorCode == 0 and same.principal == "User:alice"
+
+
+GENERIC_PLAIN = (
+    "Authentication failed during authentication due to invalid credentials with SASL mechanism PLAIN"
+)
+
+
+@pytest.mark.parametrize(
+    ("token", "message"),
+    [
+        ("\0alice\0wrong", "Authentication failed: Invalid username or password"),
+        ("\0mallory\0pw", "Authentication failed: Invalid username or password"),
+        (
+            "\0alice\0pw\0more",
+            "Authentication failed: Invalid username or password",
+        ),  # the NUL is the password's
+        (
+            "bob\0alice\0pw",
+            "Authentication failed: Client requested an authorization id that is different from username",
+        ),
+        ("\0\0pw", GENERIC_PLAIN),
+        ("\0alice\0", GENERIC_PLAIN),
+        ("alice:pw", GENERIC_PLAIN),
+    ],
+    ids=[
+        "wrong password",
+        "unknown user",
+        "more fields",
+        "another authorization id",
+        "no user",
+        "no password",
+        "one field",
+    ],
+)
+def test_a_failed_plain_login_gets_kafkas_message_and_closes(token: str, message: str) -> None:
+    auth = plain_authenticator()
+    handshake(auth, "PLAIN")
+    resp, close = send(auth, token)
+    assert (resp.ErrorCode, resp.ErrorMessage, close) == (Errors.SASL_AUTHENTICATION_FAILED, message, True)
+    assert auth.state is SaslState.FAILED and auth.principal is None
+    assert auth.admit(METADATA) is not None
+
+
+def test_plain_needs_its_users_and_scram_its_lookup() -> None:
+    with pytest.raises(ValueError, match="PLAIN needs its users"):
+        SaslServerAuthenticator(("PLAIN",), lookup)
+    with pytest.raises(ValueError, match="SCRAM needs a credential lookup"):
+        SaslServerAuthenticator(("SCRAM-SHA-256", "PLAIN"), plain=lambda u, p: False)
+    assert SaslServerAuthenticator(("PLAIN",), plain=lambda u, p: False).mechanisms == ("PLAIN",)
 
 
 @pytest.mark.parametrize("name", ["SaslHandshake", "SaslAuthenticate"])
@@ -226,3 +302,17 @@ def test_ssl_principal_is_the_rfc2253_subject_most_specific_first() -> None:
     # Java escapes '#' wherever it stands (see test_principal_mapping's names printed by Java)
     assert rfc2253_name(((("commonName", " #x "),),)) == "CN=\\ \\#x\\ "
     assert ssl_principal(None) == ssl_principal({}) == "User:ANONYMOUS"
+
+
+def test_a_failing_plain_check_fails_the_login_not_the_listener() -> None:
+    def broken(user: str, password: str) -> bool:
+        raise RuntimeError("users not loaded")
+
+    auth = SaslServerAuthenticator(("PLAIN",), plain=broken)
+    handshake(auth, "PLAIN")
+    resp, close = send(auth, "\0alice\0pw")
+    assert (resp.ErrorCode, resp.ErrorMessage, close) == (
+        Errors.SASL_AUTHENTICATION_FAILED,
+        "Authentication failed: credentials for user could not be verified",
+        True,
+    )

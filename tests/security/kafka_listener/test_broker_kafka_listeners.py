@@ -159,6 +159,107 @@ async def test_librdkafka_authenticates_against_the_images_credentials(
     assert topics is None
 
 
+PLAIN_JAAS = (
+    "org.apache.kafka.common.security.plain.PlainLoginModule required "
+    'username="admin" password="admin-secret" user_alice="alice-secret" user_bob="bob;secret";'
+)
+
+
+def test_a_plain_listener_needs_its_users_in_its_jaas_config(certs: Certs) -> None:
+    plain = {"listener.name.client.sasl.enabled.mechanisms": "PLAIN"}
+    cfg = config(certs, **plain)
+    spec = next(s for s in cfg.kafka_listeners if s.name == "CLIENT")
+    with pytest.raises(ConfigError, match=r"listener\.name\.client\.plain\.sasl\.jaas\.config is not set"):
+        kafka_listener(cfg, spec, create_app({}), (), lambda: None, None)
+    bad = config(
+        certs, **plain, **{"listener.name.client.plain.sasl.jaas.config": "PlainLoginModule required"}
+    )
+    with pytest.raises(ConfigError, match=r"plain\.sasl\.jaas\.config: JAAS config must end with ';'"):
+        kafka_listener(bad, spec, create_app({}), (), lambda: None, None)
+    nobody = config(
+        certs,
+        **plain,
+        **{
+            "listener.name.client.plain.sasl.jaas.config": (
+                'org.apache.kafka.common.security.plain.PlainLoginModule required username="a" password="b";'
+            )
+        },
+    )
+    with pytest.raises(ConfigError, match="names no user"):
+        kafka_listener(nobody, spec, create_app({}), (), lambda: None, None)
+    good = config(certs, **plain, **{"listener.name.client.plain.sasl.jaas.config": PLAIN_JAAS})
+    listener = kafka_listener(good, spec, create_app({}), (), lambda: None, None)
+    assert listener.sasl_mechanisms == ("PLAIN",) and listener.plain_check is not None
+    assert listener.plain_check("bob", "bob;secret") and not listener.plain_check("alice", "bob;secret")
+
+
+def test_a_jaas_config_key_is_not_an_unknown_key(certs: Certs) -> None:
+    from structlog.testing import capture_logs
+
+    with capture_logs() as logs:
+        cfg = config(certs, **{"listener.name.client.plain.sasl.jaas.config": PLAIN_JAAS})
+    assert not [e for e in logs if e["event"] == "unknown config key ignored"]
+    assert cfg.sasl_jaas_config("client", "plain") == (
+        "listener.name.client.plain.sasl.jaas.config",
+        PLAIN_JAAS,
+    )
+    assert cfg.sasl_jaas_config("CLIENT", "SCRAM-SHA-256") is None
+
+
+async def test_librdkafka_and_kafka_python_log_in_with_plain(
+    certs: Certs, listeners: list[KafkaListener]
+) -> None:
+    pytest.importorskip("confluent_kafka")
+    kafka = pytest.importorskip("kafka")
+    cfg = config(
+        certs,
+        **{
+            "listener.name.client.sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN",
+            "listener.name.client.plain.sasl.jaas.config": PLAIN_JAAS,
+        },
+    )
+    broker = Broker()
+    await serve(cfg, "CLIENT", broker, listeners)
+    conf = {
+        "bootstrap.servers": f"127.0.0.1:{broker.port}",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "PLAIN",
+        "sasl.username": "bob",
+        "sasl.password": "bob;secret",
+        "ssl.ca.location": str(certs.ca),
+    }
+    topics, errors = await asyncio.to_thread(librdkafka_metadata, conf, 15)
+    assert topics == [], errors
+    assert set(broker.principals) == {"User:bob"}
+    topics, _ = await asyncio.to_thread(librdkafka_metadata, {**conf, "sasl.password": "wrong"}, 3)
+    assert topics is None
+
+    def kafka_python_topics(password: str) -> set[str] | str:
+        try:
+            admin = kafka.KafkaAdminClient(
+                bootstrap_servers=f"127.0.0.1:{broker.port}",
+                security_protocol="SASL_SSL",
+                ssl_cafile=str(certs.ca),
+                ssl_check_hostname=False,
+                sasl_mechanism="PLAIN",
+                sasl_plain_username="alice",
+                sasl_plain_password=password,
+                request_timeout_ms=10000,
+                bootstrap_timeout_ms=5000,  # a refused login is retried until this is up
+            )
+        except Exception as e:  # kafka-python raises at connect when the login is refused
+            return type(e).__name__
+        try:
+            return set(admin.list_topics())
+        finally:
+            admin.close()
+
+    assert await asyncio.to_thread(kafka_python_topics, "alice-secret") == set()
+    assert "User:alice" in broker.principals
+    refused = await asyncio.to_thread(kafka_python_topics, "nope")
+    assert isinstance(refused, str), refused
+
+
 async def test_an_ssl_listener_names_clients_by_their_certificate(
     certs: Certs, listeners: list[KafkaListener], tmp_path: Path
 ) -> None:
