@@ -87,6 +87,18 @@ async def serve(cfg: KafkaConfig, name: str, broker: Broker, listeners: list[Kaf
     return listener
 
 
+def sasl_ssl(broker: Broker, certs: Certs, mechanism: str, user: str, password: str) -> dict[str, Any]:
+    """librdkafka's settings to log in to `broker` with SASL_SSL."""
+    return {
+        "bootstrap.servers": f"127.0.0.1:{broker.port}",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+        "ssl.ca.location": str(certs.ca),
+    }
+
+
 def test_the_image_lookup_finds_a_user_by_mechanism() -> None:
     image = image_with(("alice", ScramMechanism.SCRAM_SHA_256, "pw"))
     lookup = image_scram_lookup(lambda: image)
@@ -138,14 +150,7 @@ async def test_librdkafka_authenticates_against_the_images_credentials(
     cfg = config(certs)
     broker = Broker()
     await serve(cfg, "CLIENT", broker, listeners)
-    conf = {
-        "bootstrap.servers": f"127.0.0.1:{broker.port}",
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512",
-        "sasl.username": "alice",
-        "sasl.password": "alice-secret",
-        "ssl.ca.location": str(certs.ca),
-    }
+    conf = sasl_ssl(broker, certs, "SCRAM-SHA-512", "alice", "alice-secret")
     # no credential yet: refused
     topics, _ = await asyncio.to_thread(librdkafka_metadata, conf, 3)
     assert topics is None
@@ -220,14 +225,7 @@ async def test_librdkafka_and_kafka_python_log_in_with_plain(
     )
     broker = Broker()
     await serve(cfg, "CLIENT", broker, listeners)
-    conf = {
-        "bootstrap.servers": f"127.0.0.1:{broker.port}",
-        "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "PLAIN",
-        "sasl.username": "bob",
-        "sasl.password": "bob;secret",
-        "ssl.ca.location": str(certs.ca),
-    }
+    conf = sasl_ssl(broker, certs, "PLAIN", "bob", "bob;secret")
     topics, errors = await asyncio.to_thread(librdkafka_metadata, conf, 15)
     assert topics == [], errors
     assert set(broker.principals) == {"User:bob"}
