@@ -57,6 +57,7 @@ from protocol.uuid import Uuid  # noqa: E402
 from tools.cluster.configs import write_broker_config, write_controller_config  # noqa: E402
 from tools.cluster.launcher import (  # noqa: E402
     ProcessSet,
+    cpu_seconds,
     format_storage,
     free_ports,
     get_json,
@@ -165,7 +166,7 @@ class Bench:
 
     def start_broker(self, name: str, profile: Path | None = None) -> tuple[dict[str, Any], float]:
         t0 = time.monotonic()
-        controller_cpu = _cpu_seconds(self.controller.pid)
+        controller_cpu = cpu_seconds([self.controller.pid])
         args = () if self.dataplane else ("--control-plane-only",)
         self.broker = self.procs.start_broker(self.broker_config, name=name, args=args)
         spies = (
@@ -181,8 +182,8 @@ class Bench:
             # The CPU both processes spent (every thread, user and system): steadier than the
             # wall clock when the two share this machine's cores with each other and the poller.
             h["cpu_seconds"] = {
-                "broker": round(_cpu_seconds(self.broker.pid), 2),
-                "controller": round(_cpu_seconds(self.controller.pid) - controller_cpu, 2),
+                "broker": round(cpu_seconds([self.broker.pid]), 2),
+                "controller": round(cpu_seconds([self.controller.pid]) - controller_cpu, 2),
             }
         finally:
             for spy in spies:
@@ -247,12 +248,6 @@ class Bench:
         from kraftpy.storage import read_meta_properties
 
         return [read_meta_properties(d).directory_id for d in self.log_dirs]  # type: ignore[misc]
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of the process `pid` so far (/proc/<pid>/stat, every thread)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _attach_py_spy(pid: int, out: Path) -> subprocess.Popen[bytes]:
