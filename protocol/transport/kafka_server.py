@@ -55,7 +55,6 @@ from protocol.transport.sasl import (
     SaslReply,
     SaslServerAuthenticator,
     ScramLookup,
-    check_mechanisms,
 )
 from protocol.transport.server import (
     DECODE_OFF_LOOP_BYTES,
@@ -205,11 +204,9 @@ class KafkaListener:
             raise ValueError(f"listener {self.name}: {self.security_protocol} takes no SSL context")
         if self.uses_sasl:
             try:
-                self.sasl_mechanisms = check_mechanisms(self.sasl_mechanisms)
-            except ValueError as e:
-                raise ValueError(f"listener {self.name}: {e}") from None
-            try:
-                SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup, self.plain_check)
+                # The authenticator checks the mechanisms and what each needs, as every connection's will.
+                auth = SaslServerAuthenticator(self.sasl_mechanisms, self.scram_lookup, self.plain_check)
+                self.sasl_mechanisms = auth.mechanisms
             except ValueError as e:
                 raise ValueError(f"listener {self.name}: {e}") from None
 
