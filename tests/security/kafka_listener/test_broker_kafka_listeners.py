@@ -232,7 +232,7 @@ async def test_librdkafka_and_kafka_python_log_in_with_plain(
     topics, _ = await asyncio.to_thread(librdkafka_metadata, {**conf, "sasl.password": "wrong"}, 3)
     assert topics is None
 
-    def kafka_python_topics(password: str) -> set[str] | str:
+    def kafka_python_topics(password: str, bootstrap_ms: int) -> set[str] | str:
         try:
             admin = kafka.KafkaAdminClient(
                 bootstrap_servers=f"127.0.0.1:{broker.port}",
@@ -243,7 +243,7 @@ async def test_librdkafka_and_kafka_python_log_in_with_plain(
                 sasl_plain_username="alice",
                 sasl_plain_password=password,
                 request_timeout_ms=10000,
-                bootstrap_timeout_ms=5000,  # a refused login is retried until this is up
+                bootstrap_timeout_ms=bootstrap_ms,  # a refused login is retried until this is up
             )
         except Exception as e:  # kafka-python raises at connect when the login is refused
             return type(e).__name__
@@ -252,9 +252,9 @@ async def test_librdkafka_and_kafka_python_log_in_with_plain(
         finally:
             admin.close()
 
-    assert await asyncio.to_thread(kafka_python_topics, "alice-secret") == set()
+    assert await asyncio.to_thread(kafka_python_topics, "alice-secret", 30000) == set()
     assert "User:alice" in broker.principals
-    refused = await asyncio.to_thread(kafka_python_topics, "nope")
+    refused = await asyncio.to_thread(kafka_python_topics, "nope", 5000)
     assert isinstance(refused, str), refused
 
 
