@@ -3,6 +3,12 @@ topic under continuous acks=all production, Kafka's default 2000 ms broker heart
 ZooKeeper session (ZooKeeper mode).
 
     .venv/bin/python bench/failover.py [--mode kraft|zk|both] [--trials 20] [--rate 1000] [--work-dir DIR] [--fs ext4]
+                                       [--broker-config KEY=VALUE]... [--controller-config KEY=VALUE]...
+
+The settings are Kafka's defaults unless `--broker-config` / `--controller-config` change one, to see
+what it buys (printed with the cluster line): for instance the active controller gathers its appends
+for `controller.quorum.append.linger.ms` (25 ms) before they go to the quorum, and that wait is part of
+every report and propagation below.
 
 Each trial fails (filesystem shutdown: EIO) the dir that holds the most partition leaders, measures,
 then stops that broker, heals the disk, starts it again and waits until every replica is back in
@@ -406,7 +412,8 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path) -> list[dict[str, 
         dirs=3,
         real_disks=True,
         fs=(args.fs,),
-        broker_config={"min.insync.replicas": "2"},
+        broker_config={"min.insync.replicas": "2", **args.broker_config},
+        controller_config={} if zk else args.controller_config,
         zookeeper=zk,
     )
     what = (
@@ -414,6 +421,9 @@ def run_mode(mode: str, args: argparse.Namespace, work: Path) -> list[dict[str, 
         if zk
         else "KRaft, broker.heartbeat.interval.ms=2000"
     )
+    changed = {**args.broker_config, **({} if zk else args.controller_config)}
+    if changed:
+        what += ", " + ", ".join(f"{k}={v}" for k, v in changed.items())
     print(f"[{mode}] cluster in {work}: 3 brokers x 3 {args.fs} loop-device dirs, {what}", flush=True)
     cluster = LocalCluster.up(work / "cluster", spec, timeout=180)
     results: list[dict[str, int | None]] = []
@@ -450,7 +460,26 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=1000.0, help="messages per second (1000)")
     ap.add_argument("--work-dir", type=Path, help="default: a temporary dir")
     ap.add_argument("--fs", default="ext4", choices=("ext4", "xfs"))
+    for role in ("broker", "controller"):
+        ap.add_argument(
+            f"--{role}-config",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help=f"a {role} property other than Kafka's default (repeatable), e.g. "
+            + (
+                "replica.fetch.backoff.ms=100" if role == "broker" else "controller.quorum.append.linger.ms=0"
+            ),
+        )
     args = ap.parse_args()
+    from tools.cli.errors import UserError
+    from tools.client.cli_support import properties
+
+    try:
+        args.broker_config = properties(args.broker_config, "--broker-config")
+        args.controller_config = properties(args.controller_config, "--controller-config")
+    except UserError as e:
+        ap.error(str(e))
     if os.geteuid() != 0:
         print("bench/failover.py needs root (loop-device filesystems)", file=sys.stderr)
         return 2

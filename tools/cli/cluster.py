@@ -85,6 +85,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="extra broker property, Kafka name (repeatable)",
     )
     p.add_argument(
+        "--controller-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra controller property, Kafka name (repeatable), e.g. controller.quorum.append.linger.ms=5",
+    )
+    p.add_argument(
         "--kafka-defaults",
         action="store_true",
         help="keep Kafka's default heartbeat/session timing (default: faster settings for a laptop)",
@@ -156,22 +163,13 @@ def _existing(args: argparse.Namespace) -> LocalCluster:
     return cluster
 
 
-def _kv(items: list[str]) -> dict[str, str]:
-    out = {}
-    for item in items:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise UserError(f"--broker-config '{item}' is not of the form KEY=VALUE")
-        out[k.strip()] = v.strip()
-    return out
-
-
 def _up(args: argparse.Namespace) -> int:
+    from tools.client.cli_support import properties
     from tools.cluster.errors import ClusterError
     from tools.cluster.spec import FAST_BROKER_SETTINGS, ClusterSpec
 
     broker_config = {} if args.kafka_defaults else dict(FAST_BROKER_SETTINGS)
-    broker_config.update(_kv(args.broker_config))
+    broker_config.update(properties(args.broker_config, "--broker-config"))
     try:
         spec = ClusterSpec(
             brokers=args.brokers,
@@ -184,6 +182,7 @@ def _up(args: argparse.Namespace) -> int:
             disk_size=args.disk_size,
             restart=args.restart,
             broker_config=broker_config,
+            controller_config=properties(args.controller_config, "--controller-config"),
             zookeeper=args.zookeeper,
             secure=args.secure,
         )

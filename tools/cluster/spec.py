@@ -107,6 +107,8 @@ class ClusterSpec:
             raise ValueError("--secure is for KRaft clusters: ZooKeeper mode runs without TLS")
         if self.secure and self.multi_host:
             raise ValueError("--secure runs on 127.0.0.1 only: it cannot be combined with --multi-host")
+        if self.controller_config and self.zookeeper:
+            raise ValueError("--controller-config is for KRaft clusters: ZooKeeper mode has no controllers")
 
     def to_json(self) -> dict[str, object]:
         return {
