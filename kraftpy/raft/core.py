@@ -6,7 +6,8 @@ The core keeps only a `LogView` of its log and reads records through a `LogReade
 previous `Ready` was persisted before the next call.
 
 Simplified relative to Kafka 3.9: a static voter set (kraft.version 0, no KIP-853), no pre-vote
-(KIP-996), no long-polling Fetch (the leader answers at once, an idle follower waits `fetch_idle_ms`),
+(KIP-996), no long-polling Fetch (the leader answers at once, an idle follower waits `fetch_idle_ms`;
+a follower that got records fetches again in the same `Ready`, as Kafka's polls again at once),
 and a snapshot travels in one FetchSnapshot chunk (the controller's shell downloads it in chunks and
 steps the core with the whole). An `Entry` is one batch; the simulation uses batches of one record.
 """
