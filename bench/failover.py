@@ -14,10 +14,13 @@ Each trial fails (filesystem shutdown: EIO) the dir that holds the most partitio
 then stops that broker, heals the disk, starts it again and waits until every replica is back in
 sync. Per trial, from the moment of the fault:
 - detection:   the broker marks the dir offline (its "log dir failed" log line);
-- report:      KRaft: the controller commits the change (timestamp of the batch holding the
-               BrokerRegistrationChangeRecord without that dir; its PartitionChangeRecords are in it);
+- report:      KRaft: the controller writes the change (timestamp of the batch holding the
+               BrokerRegistrationChangeRecord without that dir; its PartitionChangeRecords are in it),
+               before it lingers and goes to the quorum;
                ZooKeeper mode: the controller has the broker's KAFKA_STORAGE_ERROR answers (its
                "replicas on offline log dirs" log line);
+- committed:   KRaft only: the broker's heartbeat reporting the dir is answered, which the controller
+               does once that batch is committed to the quorum (the broker's log line);
 - propagation: every live broker's metadata holds the new leaders (KRaft: each broker's /healthz
                metadata_offset reaches the last of those PartitionChangeRecords; ZooKeeper mode: each
                broker's Metadata answer shows them; both polled every few ms);
@@ -49,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.cluster.cluster import LocalCluster
 from tools.cluster.probe import METADATA_SCHEME, fetch
 from tools.cluster.spec import ClusterSpec
-from tools.cluster.timeline import detection_ms, failover_timeline
+from tools.cluster.timeline import acknowledged_ms, detection_ms, failover_timeline
 from tools.cluster.view import ClusterView
 from tools.cluster.workload import read_acks
 
@@ -72,7 +75,7 @@ def _time_the_ioctl() -> None:
 
 
 PARTITIONS = 30
-METRICS = ("detection", "report", "propagation", "stall")
+METRICS = ("detection", "report", "committed", "propagation", "stall")
 
 
 class OffsetPoller:
@@ -289,6 +292,7 @@ def zk_trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | N
     result = {
         "detection": detected - fault_ms if detected is not None else None,
         "report": report - fault_ms if report is not None else None,
+        "committed": None,  # no quorum: the controller writes to ZooKeeper
         "propagation": max(poller.moved.values()) - fault_ms if len(poller.moved) == len(urls) else None,
         "stall": producer_stall(ack_file, lost, fault_ms),
     }
@@ -348,6 +352,7 @@ def trial(cluster: LocalCluster, ack_file: Path, n: int) -> dict[str, int | None
     result = {
         "detection": tl.ms_after_fault(tl.detected_ms),
         "report": tl.ms_after_fault(tl.reported_ms),
+        "committed": tl.ms_after_fault(acknowledged_ms(cluster.broker(victim).log, fault_ms)),
         "propagation": propagation,
         "stall": producer_stall(ack_file, lost, fault_ms),
     }
@@ -397,6 +402,7 @@ def percentile(values: list[int], q: float) -> float:
 LABELS = {
     "detection": "detection (broker marks dir offline)",
     "report": "report (controller knows the offline replicas)",
+    "committed": "committed (the broker's heartbeat answered)",
     "propagation": "propagation (every live broker has new leaders)",
     "stall": "producer stall (last ack before -> first after)",
 }
@@ -530,7 +536,8 @@ def main() -> int:
     Console(width=160).print(table)
     for mode, results in runs.items():
         if results:
-            means = {m: statistics.fmean([r[m] for r in results if r[m] is not None] or [0]) for m in METRICS}  # type: ignore[misc]
+            found = {m: [v for r in results if (v := r.get(m)) is not None] for m in METRICS}
+            means = {m: statistics.fmean(vs) for m, vs in found.items() if vs}
             print(f"{names[mode]} means: " + ", ".join(f"{m} {v:.0f} ms" for m, v in means.items()))
     return 0
 

@@ -3,7 +3,9 @@
 - detection: the broker's log line saying the dir failed (its own clock, JSON `timestamp`);
 - report: the controller's batch holding the BrokerRegistrationChangeRecord without that dir, and
   the PartitionChangeRecords that take the broker's replicas there out of leadership and ISR (the
-  controller writes them together, in one batch, for one heartbeat);
+  controller writes them together, in one batch, for one heartbeat; the batch's time is when it was
+  written, before `controller.quorum.append.linger.ms` and the quorum);
+- committed: the broker's heartbeat answered (the controller answers once the batch is committed);
 - leaders: the last of those PartitionChangeRecords that names a new leader.
 All clocks are this machine's, so the differences are meaningful.
 """
@@ -84,6 +86,18 @@ def detection_ms(broker_log: str | Path, dir_path: str, after_ms: int) -> int | 
         if t is not None and t >= after_ms - 5:
             return t
     return None
+
+
+def acknowledged_ms(broker_log: str | Path, after_ms: int) -> int | None:
+    """Time of the broker's first "controller acknowledged offline log dir" line at or after
+    `after_ms`: the heartbeat reporting the dir was answered, which the controller does once the
+    records it wrote for it are committed to the quorum."""
+    times = [
+        int(e["ts_ms"])  # type: ignore[call-overload]
+        for e in log_events(broker_log, "controller acknowledged offline log dir")
+        if int(e["ts_ms"]) >= after_ms  # type: ignore[call-overload]
+    ]
+    return min(times, default=None)
 
 
 def failover_timeline(
