@@ -652,7 +652,7 @@ class RaftCore:
             return
         if response.DivergingEpoch is not None:
             self._truncate_on_divergence(response.DivergingEpoch)
-            self._fetch_again_if_due(source, now_ms)
+            self._fetch_again_now(source, now_ms)
             return
         records = response.Records
         if records and (
@@ -667,13 +667,15 @@ class RaftCore:
         else:
             self._next_fetch = now_ms + self.config.fetch_idle_ms
         self._advance_hw(min(response.HighWatermark, view.end_offset))
-        self._fetch_again_if_due(source, now_ms)
+        if records:
+            self._fetch_again_now(source, now_ms)
 
-    def _fetch_again_if_due(self, leader: int, now_ms: int) -> None:
-        # The next Fetch leaves with this Ready (after its appends are on disk), not at the next
-        # tick: on a voter it carries the new end offset, which is what lets the leader commit.
-        if self._next_fetch <= now_ms:
-            self._send_fetch(leader, now_ms)
+    def _fetch_again_now(self, leader: int, now_ms: int) -> None:
+        # After the log moved, the next Fetch leaves with this Ready (once its appends are on disk),
+        # not at the next tick: on a voter it carries the new end offset, which is what lets the
+        # leader commit. An empty answer still waits for the tick (a leader shutting down answers
+        # at once, and must not be asked again in a tight loop).
+        self._send_fetch(leader, now_ms)
 
     def _truncate_on_divergence(self, diverging: DivergingEpoch) -> None:
         target = self.view.truncation_offset(diverging)
@@ -704,7 +706,7 @@ class RaftCore:
         self.high_watermark = self.applied = snapshot_id.EndOffset
         self._fetch_deadline = now_ms + self.config.fetch_timeout_ms
         self._next_fetch = now_ms
-        self._fetch_again_if_due(source, now_ms)
+        self._fetch_again_now(source, now_ms)
 
     # ---- ticks, one per role ------------------------------------------------------------------
 

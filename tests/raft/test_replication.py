@@ -147,6 +147,30 @@ def test_a_late_duplicate_fetch_response_is_ignored() -> None:
     assert ready.appends == [] and c[follower].store.end_offset == end
 
 
+def test_a_follower_fetches_again_at_once_after_records_but_not_after_an_empty_answer() -> None:
+    # fetch_idle_ms=0, as the controller runs it (its leader parks empty fetches): records send
+    # the next Fetch in the same Ready (it carries the end offset the leader commits with); an empty
+    # answer, as from a leader shutting down, leaves the next one to the tick.
+    c = ScriptedCluster([1, 2, 3], fetch_idle_ms=0)
+    c.run(400)
+    [leader] = c.leaders()
+    follower = next(i for i in (1, 2, 3) if i != leader)
+    c.run(50)
+    c.take()
+    c.propose(leader, b"a")
+    end = c[follower].store.end_offset
+    c.tick(follower)
+    [request] = c.take(lambda e: e.source == follower)
+    [reply] = c.inject(follower, leader, request.message).messages
+    ready = c.inject(leader, follower, reply.message)
+    assert ready.appends and c[follower].store.end_offset == end + 1
+    [again] = [e.message for e in ready.messages]
+    assert isinstance(again, FetchRequest) and again.FetchOffset == end + 1
+    [empty] = c.inject(follower, leader, again).messages
+    assert isinstance(empty.message, FetchResponse) and not empty.message.Records
+    assert c.inject(leader, follower, empty.message).messages == []
+
+
 def test_follower_below_the_log_start_fetches_the_snapshot() -> None:
     c, leader = elected([1, 2, 3])
     lagging = next(i for i in (1, 2, 3) if i != leader)
