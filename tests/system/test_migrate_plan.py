@@ -438,3 +438,12 @@ def test_a_rollback_is_possible_only_before_finalizing_and_before_kraft_brokers(
         plan.check_rollback(st, everything_running(st))
     back = plan.without_controllers(st)
     assert back.migration is None and not back.controllers and len(back.brokers) == 2
+
+
+def test_finalize_waits_out_the_new_controllers_session_and_one_heartbeat() -> None:
+    # The controllers' own session timeout counts (they fence); the brokers' heartbeat interval
+    # is how soon a fencing at its end shows. Kafka's defaults where a config leaves them out.
+    fast = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"}
+    assert plan.sessions_settle_s(fast, fast) == 3.5
+    assert plan.sessions_settle_s({"broker.session.timeout.ms": "7000"}, fast) == 7.5
+    assert plan.sessions_settle_s({}, {}) == 11.0

@@ -365,3 +365,18 @@ def kraft_broker_ready(body: Mapping[str, Any] | None) -> bool:
         and body.get("registered") is True
         and body.get("fenced") is False
     )
+
+
+KAFKA_SESSION_TIMEOUT_MS = 9000
+KAFKA_HEARTBEAT_INTERVAL_MS = 2000
+
+
+def sessions_settle_s(controller_props: Mapping[str, str], broker_props: Mapping[str, str]) -> float:
+    """How long after a controller takes over a broker unfenced in its view is known to have
+    heartbeated it. The new active controller gives every broker a new session
+    (broker.session.timeout.ms from its start); a broker whose heartbeats were backing off while the
+    controllers restarted may miss it, be fenced, and be unfenced again at its next heartbeat. One
+    heartbeat interval past the session lets that fencing show."""
+    session = int(controller_props.get("broker.session.timeout.ms", KAFKA_SESSION_TIMEOUT_MS))
+    interval = int(broker_props.get("broker.heartbeat.interval.ms", KAFKA_HEARTBEAT_INTERVAL_MS))
+    return (session + interval) / 1000

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import tools.cluster.launcher as launcher
 import tools.cluster.migrate.plan as plan
+from kraftpy.properties import load_properties
 from tools.cluster.cluster import LocalCluster
 from tools.cluster.configs import write_config
 from tools.cluster.errors import ClusterError, NodeStartError
@@ -318,6 +319,7 @@ class Migration:
 
     def finalize(self) -> None:
         active = self.cluster.wait_leader(self.timeout)
+        taken_over = time.monotonic()
         for c in plan.controller_roll_order(self.cluster.state.controllers, active.node_id):
             started = time.monotonic()
             with self._recording() as (st, m):
@@ -326,14 +328,31 @@ class Migration:
                 m.controllers[c.node_id] = plan.CONTROLLER_KRAFT
             self._restart(c)
             leader = self.cluster.wait_leader(self.timeout)
+            taken_over = time.monotonic()
             self.say(
                 f"  controller {c.node_id}: restarted without the migration flag; {leader.node_id} is "
                 f"active ({time.monotonic() - started:.1f}s)"
             )
         status = self._wait_status(lambda s: s.finalized, "migration state POST_MIGRATION")
+        self._wait_brokers_kept_their_sessions(taken_over)
         with self._recording() as (_, m):
             m.finalized = True
         self.say(f"  migration finalized: {status.describe()}")
+
+    def _wait_brokers_kept_their_sessions(self, taken_over: float) -> None:
+        """Every broker unfenced once the sessions the new active controller gave them have run
+        out (plan.sessions_settle_s), so that `done` means the brokers serve, not that they may
+        be fenced a moment later."""
+        st = self.cluster.state
+        settle = plan.sessions_settle_s(
+            load_properties(st.controllers[0].config), load_properties(st.brokers[0].config)
+        )
+        brokers = {b.node_id for b in st.brokers}
+        self.cluster.wait_until(
+            lambda v: time.monotonic() >= taken_over + settle and brokers <= v.unfenced,
+            self.timeout + settle,
+            f"brokers {sorted(brokers)} unfenced by the new active controller",
+        )
 
     # ------------------------------------------------------------------ rollback
 
